@@ -183,8 +183,12 @@ pub fn pct_over(h: &Histogram<u64>, threshold_ns: u64) -> f64 {
 }
 
 /// What the thresholds table shows, in every format.
-pub const THRESHOLDS_CAPTION: &str =
-    "Share of operations slower than each threshold, each run side by side (at its best point)";
+pub fn thresholds_caption(sel: &Selection) -> String {
+    format!(
+        "Share of operations slower than each threshold, runs side by side ({})",
+        sel.best_point_words()
+    )
+}
 
 /// One test's rows of the thresholds table.
 pub struct ThresholdGroup {
@@ -734,11 +738,7 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
 /// What a chart of best points is at: ` (at instances=2; best over clients)`, the
 /// selection's point and the load levels each is the best over; empty for neither.
 fn chosen_note(sel: &Selection, peak: &[String]) -> String {
-    let free: Vec<&str> = peak
-        .iter()
-        .map(String::as_str)
-        .filter(|p| !sel.at.iter().any(|(k, _)| k == p))
-        .collect();
+    let free = sel.free(peak);
     let said: Vec<String> = (!sel.at.is_empty())
         .then(|| format!("at {}", sel.at_text()))
         .into_iter()
@@ -804,7 +804,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
     // these, the sweeps of every point.
     let best = best_points_in(runs, &peak, &sel);
     let strip = |k: &str| k.strip_prefix(&format!("{wl} ")).unwrap_or(k).to_string();
-    let peak_note = chosen_note(&sel, &peak);
+    let point_note = chosen_note(&sel, &peak);
     // The point the selection takes, said in the titles of the other charts of best
     // points too: a file of them (`--svg-dir`) is read without the report around it.
     // Where a chart of best points has nothing to draw: of the points chosen, where some
@@ -869,7 +869,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
             })
             .collect();
         let title = format!(
-            "{wl}: {} per test{peak_note}",
+            "{wl}: {} per test{point_note}",
             headline_words(headline, unit, &groups)
         );
         let file = if several {

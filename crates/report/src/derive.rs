@@ -2515,7 +2515,7 @@ fn row_points_in<'a>(
     let scale: Vec<&str> = SCALE_PARAMS
         .iter()
         .copied()
-        .filter(|k| swept.iter().any(|s| s == k) && !sel.at.iter().any(|(a, _)| a == k))
+        .filter(|k| sel.free(swept).contains(k))
         .collect();
     let all: Vec<Vec<Point>> = runs
         .iter()
@@ -2860,7 +2860,9 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
                 (true, true) if only_capacity_chosen => {
                     "No summary table: the tests chosen with --tests are capacity tests"
                 }
-                _ => "Not in this table",
+                // The note above says why there is no table.
+                (true, true) => "No summary of them either",
+                (false, _) => "Not in this table",
             },
             capacity.join(", ")
         ));
@@ -2868,10 +2870,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     // A best of several points is biased up by their noise, and more so over more points:
     // said where the summary takes one (it was not, and a platform measured at more
     // points gained in its Difference and its TCO's perf/$ unsaid).
-    let takes_best = s
-        .peak_params
-        .iter()
-        .any(|p| !sel.at.iter().any(|(k, _)| k == p));
+    let takes_best = !sel.free(&s.peak_params).is_empty();
     if takes_best && !s.rows.is_empty() {
         s.notes.push(BEST_OF_NOTE.to_string());
     }
@@ -2899,7 +2898,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
 
 /// Said under a summary whose tests or point `--tests` or `--at` chose: which tables and
 /// charts after it are chosen so, and which hold every point.
-pub const CHOSEN_POINTS_NOTE: &str = "--at and --tests choose the points of this summary, of the efficiency and latency-threshold tables and of the charts of best points (bars, latency, power, per-CPU) alike; a sweep's curves and the results tables hold every point.";
+pub const CHOSEN_POINTS_NOTE: &str = "--at and --tests choose the points of this summary, of the efficiency and latency-threshold tables and of the charts of best points (bars, latency, power, per-CPU) alike; a sweep's curves, the results tables, the Per CPU, by test table and the workload's views hold every point.";
 
 /// Said under a summary that takes each row or column at its best point.
 pub const BEST_OF_NOTE: &str = "A best point is the highest of several points' means, and their noise lifts it: by about one standard error of a point's mean where 4 points are near the top, 1.4 where 8 are. A column measured at more points gains more; `--at` takes every column at one point, with none of it.";

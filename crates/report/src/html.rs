@@ -600,7 +600,7 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String], sel: 
     let _ = write!(
         h,
         r#"<table><caption>{}</caption><tr><th>Test</th><th>Threshold</th>"#,
-        esc(crate::charts::THRESHOLDS_CAPTION)
+        esc(&crate::charts::thresholds_caption(&sel.for_runs(runs)))
     );
     for l in labels {
         let _ = write!(h, "<th>{}</th>", esc(l));
@@ -636,6 +636,8 @@ fn efficiency_table(
     sel: &Selection,
 ) {
     let all = derive::efficiency_rows_with(runs, sel);
+    // Escaped once for the tables' captions.
+    let points = esc(&sel.for_runs(runs).best_point_words());
     // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and signs/s): a
     // column's unit is its header's; a latency's table has no per-watt columns.
     for (unit, throughput) in derive::units_of(&all) {
@@ -644,9 +646,9 @@ fn efficiency_table(
             .filter(|r| r.3.unit == unit && r.3.throughput == throughput)
             .collect();
         if throughput {
-            efficiency_unit_table(h, &rows, &unit, labels, marks);
+            efficiency_unit_table(h, &rows, &unit, labels, marks, &points);
         } else {
-            latency_unit_table(h, &rows, &unit, labels, marks);
+            latency_unit_table(h, &rows, &unit, labels, marks, &points);
         }
     }
     for (who, why) in derive::absent_reasons(labels, all.iter().map(|r| (r.1, &r.3.cpu_used))) {
@@ -701,6 +703,7 @@ fn efficiency_unit_table(
     unit: &str,
     labels: &[String],
     marks: &AbsentMarks,
+    points: &str,
 ) {
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = rows.iter().map(|r| r.3.perf).collect();
@@ -713,7 +716,7 @@ fn efficiency_unit_table(
     ];
     let _ = write!(
         h,
-        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput ({u})</th><th>Power</th><th>Idle</th><th>{}</th><th>{}</th><th>{}</th><th>%CPU used</th><th>{}</th></tr>"#,
+        r#"<table><caption>Efficiency at {points}: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput ({u})</th><th>Power</th><th>Idle</th><th>{}</th><th>{}</th><th>{}</th><th>%CPU used</th><th>{}</th></tr>"#,
         esc(&heads[0]),
         esc(&heads[1]),
         esc(&heads[2]),
@@ -774,10 +777,11 @@ fn latency_unit_table(
     unit: &str,
     labels: &[String],
     marks: &AbsentMarks,
+    points: &str,
 ) {
     let _ = write!(
         h,
-        r#"<table><caption>Latency at each run's best point, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency ({})</th><th>Power</th><th>%CPU used</th></tr>"#,
+        r#"<table><caption>Latency at {points}, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency ({})</th><th>Power</th><th>%CPU used</th></tr>"#,
         esc(unit)
     );
     for (row, i, point, e) in rows.iter().copied() {

@@ -495,7 +495,11 @@ pub fn markdown_with(
         let all_eff = derive::efficiency_rows_with(&wr, sel);
         // A workload that ran only capacity tests has no best point (their figures are per step).
         if !all_eff.is_empty() {
-            m.push_str("\n### Efficiency (each run's best point)\n\n");
+            let _ = write!(
+                m,
+                "\n### Efficiency ({})\n\n",
+                c(&sel.for_runs(&wr).best_point_words())
+            );
             // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and
             // signs/s): a column's unit is its header's; a latency's table has no
             // per-watt columns.
@@ -522,7 +526,7 @@ pub fn markdown_with(
             let _ = write!(
                 m,
                 "\n### Latency thresholds\n\n{}\n\n",
-                c(crate::charts::THRESHOLDS_CAPTION)
+                c(&crate::charts::thresholds_caption(&sel.for_runs(&wr)))
             );
             let mut head = vec!["Test".to_string(), "Threshold".to_string()];
             head.extend(wl_labels.iter().cloned());

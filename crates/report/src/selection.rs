@@ -233,6 +233,15 @@ impl Selection {
         }
     }
 
+    /// The peak parameters (`peak`, swept in the runs) it leaves free, each taken at its
+    /// best: those `--at` does not fix.
+    pub fn free<'a>(&self, peak: &'a [String]) -> Vec<&'a str> {
+        peak.iter()
+            .map(String::as_str)
+            .filter(|p| !self.at.iter().any(|(k, _)| k == p))
+            .collect()
+    }
+
     /// The sweep point chosen, as typed: `instances=2, clients=40`; empty for none.
     pub fn at_text(&self) -> String {
         let at: Vec<String> = self.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -249,6 +258,19 @@ impl Selection {
             parts.push(format!("at {}", self.at_text()));
         }
         parts.join("; ")
+    }
+
+    /// The points a table of best points holds, in words for its caption: `each run's
+    /// best point`, `each run's best point of those chosen (at instances=2)`.
+    pub fn best_point_words(&self) -> String {
+        if self.chooses() {
+            format!(
+                "each run's best point of those chosen ({})",
+                self.chosen_text()
+            )
+        } else {
+            "each run's best point".to_string()
+        }
     }
 
     /// Whether it chooses some points: tests, or a sweep point (of `runs`' where it is
@@ -320,17 +342,13 @@ impl Selection {
     /// `each column at one instances, its best over all its rows; each row at its best
     /// clients`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {
-        let best: Vec<&String> = peak
-            .iter()
-            .filter(|p| !self.at.iter().any(|(k, _)| k == *p))
-            .collect();
+        let best = self.free(peak);
         // The rows chosen, said as the at-point is (the README promises the caption says
         // what the summary took; `--tests` left it unsaid).
         let mut parts = vec![self.chosen_text()];
         parts.retain(|p| !p.is_empty());
         let (scale, load): (Vec<&str>, Vec<&str>) = best
-            .iter()
-            .map(|s| s.as_str())
+            .into_iter()
             .partition(|s| crate::derive::SCALE_PARAMS.contains(s));
         if !scale.is_empty() {
             parts.push(format!(

@@ -493,9 +493,19 @@ fn the_tables_and_charts_of_best_points_follow_the_selection() {
     assert!(s.notes.iter().any(|n| n == note), "{:?}", s.notes);
     let md = report::markdown_with(&runs, None, None, &sel);
     assert!(md.contains(note), "{md}");
+    // And the tables' captions say which points they hold.
+    let chosen = "each run's best point of those chosen (tests get pipeline=100; at instances=2)";
+    assert!(md.contains(&format!("### Efficiency ({chosen})")), "{md}");
+    let h = report::html_with(&runs, None, &sel);
+    let chosen = chosen.replace('\'', "&#39;");
+    assert!(
+        h.contains(&format!("<caption>Efficiency at {chosen}:")),
+        "{h}"
+    );
+    assert!(h.contains(&format!("runs side by side ({chosen})")), "{h}");
     // `--at` of a key these runs' workload has not (their results kept their settings,
-    // and none is `instances`) chooses none of their points, and says nothing; of results
-    // that kept no settings, whose value is not known, it does.
+    // and none is `instances`) narrows none of their points (each is taken), and says
+    // nothing; of results that kept no settings, whose value is not known, it does.
     let at = report::Selection {
         at: vec![("instances".into(), "2".into())],
         ..Default::default()
@@ -1099,7 +1109,7 @@ fn summary_at_a_chosen_sweep_point() {
         s.notes.iter().any(|n| n.starts_with(none_chosen))
             && s.notes
                 .iter()
-                .any(|n| n.starts_with("Not in this table: ramp"))
+                .any(|n| n.starts_with("No summary of them either: ramp"))
             && !s.notes.iter().any(|n| n.contains("chosen with --tests")),
         "{:?}",
         s.notes
@@ -3875,7 +3885,7 @@ fn efficiency_is_per_unit_and_of_throughputs_only() {
     assert!(!h.contains("Throughput (ns)"));
     assert_eq!(h.matches("<caption>Efficiency at each run").count(), 1);
     assert_eq!(
-        h.matches("<caption>Latency at each run's best point, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency (ns)</th><th>Power</th><th>%CPU used</th></tr>").count(),
+        h.matches("<caption>Latency at each run&#39;s best point, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency (ns)</th><th>Power</th><th>%CPU used</th></tr>").count(),
         1,
         "{h}"
     );

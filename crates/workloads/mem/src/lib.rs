@@ -235,7 +235,8 @@ fn mem_available() -> Option<u64> {
 /// that is the reason, not a --max-size too small. Memory's plateau (3 sizes in a row
 /// within 20%, all at or above the last cache level a curve names, [`plateau::last_level`]
 /// of `caches`) is missing either because too few sizes were measured there (the advice:
-/// more of them, up to 4x the largest cache, an L4 too, as the default sizes go) or because the latency
+/// more of them, up to 4x the largest cache, an L4 too, as the default sizes go, and at
+/// most half of `avail`, the memory available, as a run takes) or because the latency
 /// kept changing over them (the advice would be wrong: 256 MiB-4 GiB on a VM went from
 /// 134 to 315 ns, TLB misses growing with the working set); that says what it did.
 fn missing_level_reason(
@@ -243,6 +244,7 @@ fn missing_level_reason(
     curve: Curve,
     pts: &[(u64, f64)],
     caches: &[plateau::CacheLevel],
+    avail: u64,
 ) -> String {
     let llc = plateau::last_level(caches).map(|c| c.size_bytes);
     // The last-level cache is one of them: at least as large.
@@ -281,7 +283,7 @@ fn missing_level_reason(
                      {} for 4x the largest cache, at most half the available memory, or \
                      --sizes)",
                     beyond.len(),
-                    4 * largest
+                    (4 * largest).min(avail / 2)
                 ),
             }
         }
@@ -950,7 +952,13 @@ impl MemBench {
                 }
                 None => out.missing.push(MissingMetric {
                     name: format!("{name}_latency_ns"),
-                    reason: missing_level_reason(i, curve, &pts, &self.caches),
+                    reason: missing_level_reason(
+                        i,
+                        curve,
+                        &pts,
+                        &self.caches,
+                        mem_available().unwrap_or(4 << 30),
+                    ),
                 }),
             }
         }
@@ -1406,14 +1414,15 @@ mod tests {
             (2 << 30, 222.6),
             (4 << 30, 314.7),
         ];
-        let r = missing_level_reason(3, Curve::Whole, &big, &llc);
+        let plenty = 64 << 30;
+        let r = missing_level_reason(3, Curve::Whole, &big, &llc, plenty);
         assert!(!r.contains("--max-size"), "{r}");
         assert!(
             r.contains("145.7 ns at 536870912 B") && r.contains("314.7 ns"),
             "{r}"
         );
         // Too few sizes past the LLC: then the advice is to measure more.
-        let r = missing_level_reason(3, Curve::Whole, &big[..3], &llc);
+        let r = missing_level_reason(3, Curve::Whole, &big[..3], &llc, plenty);
         assert!(
             r.starts_with("2 size(s)") && r.contains("--max-size, e.g. 1258291200 for 4x"),
             "{r}"
@@ -1427,11 +1436,14 @@ mod tests {
             cache(3, 300 << 20),
             cache(4, 1 << 30),
         ];
-        let r = missing_level_reason(3, Curve::Whole, &big[..3], &l4);
+        let r = missing_level_reason(3, Curve::Whole, &big[..3], &l4, plenty);
         assert!(
             r.starts_with("2 size(s)") && r.contains("--max-size, e.g. 4294967296 for 4x"),
             "{r}"
         );
+        // Never more than a run takes: half the memory available.
+        let r = missing_level_reason(3, Curve::Whole, &big[..3], &l4, 6 << 30);
+        assert!(r.contains("--max-size, e.g. 3221225472 for 4x"), "{r}");
         // A plateau the curve rises past is flagged.
         let ram = plateau::Plateau {
             from_bytes: 512 << 20,
