@@ -1940,6 +1940,14 @@ pub struct SummaryRow {
     pub higher_is_better: bool,
 }
 
+impl SummaryRow {
+    /// Whether the means are over it: every column has a figure of it (a test some
+    /// column lacks is left out of them, and named).
+    fn in_means(&self) -> bool {
+        self.perf.iter().all(Option::is_some)
+    }
+}
+
 fn more_is_better() -> bool {
     true
 }
@@ -2087,10 +2095,7 @@ impl Summary {
 
     /// The rows every column has a figure in: the means are over these.
     fn common_rows(&self) -> Vec<&SummaryRow> {
-        self.rows
-            .iter()
-            .filter(|r| r.perf.iter().all(Option::is_some))
-            .collect()
+        self.rows.iter().filter(|r| r.in_means()).collect()
     }
 
     /// Each column's geometric mean, or why it has none (not said when the table has none
@@ -2740,13 +2745,10 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         }
         rows.push(row);
     }
-    let common: Vec<&SummaryRow> = rows
-        .iter()
-        .filter(|r| r.perf.iter().all(Option::is_some))
-        .collect();
+    let common: Vec<&SummaryRow> = rows.iter().filter(|r| r.in_means()).collect();
     let left_out = rows
         .iter()
-        .filter(|r| !r.perf.iter().all(Option::is_some))
+        .filter(|r| !r.in_means())
         .map(|r| r.label.clone())
         .collect();
     let n = runs.len();
