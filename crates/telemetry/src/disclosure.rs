@@ -700,13 +700,15 @@ fn nics(f: &mut Facts, sys_root: &Path) {
     let pci_ids = ["/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids"]
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok());
-    // The bridge or bond an interface is a port of. Not Open vSwitch's `ovs-system`,
-    // which counts nothing itself: its ports count.
+    // The bridge or bond an interface is a port of, or Open vSwitch's datapath
+    // (`ovs-system`) for each port of an OVS bridge (a NIC, a VM's tap or veth, a
+    // `vxlan_sys_*` tunnel): the host's own traffic through OVS is counted on the
+    // bridge's internal port (`br-ex`), which has no master, as a Linux bridge's is on
+    // the bridge; counting the ports too counted it twice.
     let master_of = |nic: &str| {
         std::fs::read_link(net.join(nic).join("master"))
             .ok()
             .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
-            .filter(|m| m != "ovs-system")
     };
     let mut virtual_ifaces = Vec::new();
     let mut enslaved = Vec::new();

@@ -143,6 +143,16 @@ fn fixture(root: &Path) {
     write(&s.join("class/net/vethab/mtu"), "1500\n");
     std::os::unix::fs::symlink("../docker0", s.join("class/net/vethab/master")).unwrap();
     std::os::unix::fs::symlink("../vethab", s.join("class/net/docker0/lower_vethab")).unwrap();
+    // An Open vSwitch bridge: its ports' master is the datapath `ovs-system` (a VM's
+    // veth, a VXLAN tunnel), its internal port `br-int` has none and counts the host's
+    // own traffic through it.
+    write(&s.join("class/net/ovs-system/mtu"), "1500\n");
+    write(&s.join("class/net/br-int/mtu"), "1500\n");
+    for port in ["vethovs", "vxlan_sys_4789"] {
+        write(&s.join(format!("class/net/{port}/mtu")), "1500\n");
+        std::os::unix::fs::symlink("../ovs-system", s.join(format!("class/net/{port}/master")))
+            .unwrap();
+    }
     // A VLAN over the PCI NIC: its traffic is the NIC's too.
     write(&s.join("class/net/ens1f0.100/mtu"), "9000\n");
     std::os::unix::fs::symlink("../ens1f0", s.join("class/net/ens1f0.100/lower_ens1f0")).unwrap();
@@ -199,8 +209,15 @@ fn fixture_tree() {
         ("nic.ens1f0.driver", "ice"),
         ("nic.ens1f0.speed_mbps", "100000"),
         ("nic.ens1f0.mtu", "9000"),
-        ("nic.virtual", "docker0, ens1f0.100, vethab, vethab.5"),
-        ("nic.enslaved", "ens1f0.100 over ens1f0, vethab in docker0"),
+        (
+            "nic.virtual",
+            "br-int, docker0, ens1f0.100, ovs-system, vethab, vethab.5, vethovs, vxlan_sys_4789",
+        ),
+        (
+            "nic.enslaved",
+            "ens1f0.100 over ens1f0, vethab in docker0, vethovs in ovs-system, \
+             vxlan_sys_4789 in ovs-system",
+        ),
         ("os.kernel", "6.1.0-18-amd64"),
         ("os.hostname", "sut-a"),
         ("os.name", "Debian GNU/Linux 12 (bookworm)"),
