@@ -766,13 +766,16 @@ pub struct Cut {
 /// gap in the span's power (a late meter's answer to the previous tick's question was
 /// the first whole sample's reading, from the setup before the test).
 pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
-    let mut cut = Cut {
-        samples: Vec::new(),
-        whole: true,
-    };
-    let Some(first) = samples.first() else {
-        return cut;
-    };
+    let merged = merge_spans(spans);
+    let whole: Vec<bool> = merged
+        .iter()
+        .map(|span| whole_window(samples, *span).is_some())
+        .collect();
+    cut_spans(samples, &merged, &whole)
+}
+
+/// `spans` in order, those that overlap or touch made one, empty ones left out.
+pub fn merge_spans(spans: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut sorted: Vec<(f64, f64)> = spans.iter().copied().filter(|(a, b)| b > a).collect();
     sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut merged: Vec<(f64, f64)> = Vec::with_capacity(sorted.len());
@@ -782,12 +785,63 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
             _ => merged.push((a, b)),
         }
     }
+    merged
+}
+
+/// How far into one host's sample clock (seconds after its first sample began) sample
+/// `s` of `samples` ends, and how much of `span` it covers.
+fn placed(samples: &[TelemetrySample], s: &TelemetrySample, (a, b): (f64, f64)) -> (f64, f64) {
     // Each sample ends at t_s and covers the interval_s before it.
-    let origin = first.t_s - first.interval_s;
-    let overlap = |s: &TelemetrySample, (a, b): (f64, f64)| {
-        let end = s.t_s - origin;
-        end.min(b) - (end - s.interval_s).max(a)
+    let origin = samples.first().map_or(0.0, |f| f.t_s - f.interval_s);
+    let end = s.t_s - origin;
+    (end, end.min(b) - (end - s.interval_s).max(a))
+}
+
+/// The samples of `samples` wholly inside `span` (to [`edge_slack`], and at least half
+/// inside).
+fn whole_in(samples: &[TelemetrySample], span: (f64, f64)) -> Vec<&TelemetrySample> {
+    samples
+        .iter()
+        .filter(|s| {
+            let (_, inside) = placed(samples, s, span);
+            inside >= s.interval_s / 2.0 && s.interval_s - inside <= edge_slack(s.interval_s)
+        })
+        .collect()
+}
+
+/// The time of `span` (one of [`merge_spans`]) that the samples wholly inside it cover,
+/// from the first one's start to the last one's end, clipped to the span; None where they
+/// cover less than half of it, and [`within_spans`] takes the parts of the samples
+/// instead. Several hosts' windows of one span, each from its own sampling phase, may
+/// cover different seconds of it.
+pub fn whole_window(samples: &[TelemetrySample], span: (f64, f64)) -> Option<(f64, f64)> {
+    let whole = whole_in(samples, span);
+    let covered: f64 = whole.iter().map(|s| s.interval_s).sum();
+    if whole.is_empty() || covered < (span.1 - span.0) / 2.0 {
+        return None;
+    }
+    let (mut from, mut to) = (f64::MAX, f64::MIN);
+    for s in whole {
+        let (end, _) = placed(samples, s, span);
+        from = from.min(end - s.interval_s);
+        to = to.max(end);
+    }
+    Some((from.max(span.0), to.min(span.1)))
+}
+
+/// [`within_spans`] with the choice made for each of `merged` (from [`merge_spans`]):
+/// where `whole[i]`, the samples wholly inside span i as they are; elsewhere each
+/// sample's part inside it. The runner makes the choice for every host of a test alike,
+/// so that each host's figures are of the same time.
+pub fn cut_spans(samples: &[TelemetrySample], merged: &[(f64, f64)], whole: &[bool]) -> Cut {
+    let mut cut = Cut {
+        samples: Vec::new(),
+        whole: true,
     };
+    let Some(first) = samples.first() else {
+        return cut;
+    };
+    let origin = first.t_s - first.interval_s;
     // When an instantaneous reading was taken, on the spans' clock.
     let taken =
         |s: &TelemetrySample, p: &model::PowerReading| s.t_s - origin - p.late_s.unwrap_or(0.0);
@@ -809,17 +863,9 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
             ));
         }
     };
-    for span in merged {
-        let whole: Vec<&TelemetrySample> = samples
-            .iter()
-            .filter(|s| {
-                let inside = overlap(s, span);
-                inside >= s.interval_s / 2.0 && s.interval_s - inside <= edge_slack(s.interval_s)
-            })
-            .collect();
-        let whole_s: f64 = whole.iter().map(|s| s.interval_s).sum();
-        if whole_s >= (span.1 - span.0) / 2.0 {
-            for s in whole {
+    for (&span, &take_whole) in merged.iter().zip(whole) {
+        if take_whole {
+            for s in whole_in(samples, span) {
                 let mut s = s.clone();
                 let (end, slack) = (s.t_s - origin, edge_slack(s.interval_s));
                 before(&mut s, span.0 - slack, end);
@@ -829,7 +875,7 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
         }
         cut.whole = false;
         for s in samples {
-            let inside = overlap(s, span);
+            let (_, inside) = placed(samples, s, span);
             if inside > 0.0 {
                 let mut part = TelemetrySample {
                     interval_s: inside,
