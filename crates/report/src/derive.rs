@@ -613,6 +613,54 @@ pub fn absent_reasons<'a, T: 'a>(
         .collect()
 }
 
+/// Why %CPU used is absent in the efficiency tables ([`efficiency_rows_with`]'s rows),
+/// once per reason, as [`absent_reasons`] says it, with the tests it is absent at where
+/// the tables have several (`for net: udp60 rbh1>rbh2`): a net matrix's reason names
+/// the host that lacked the figure, and that host received in many pairs.
+pub fn cpu_used_absent(
+    labels: &[String],
+    rows: &[(String, usize, String, Efficiency)],
+) -> Vec<(String, String)> {
+    let many = rows.iter().any(|r| r.0 != rows[0].0);
+    if !many {
+        return absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used)));
+    }
+    // (why, run, test) of every absence, then each reason with its runs and their tests.
+    let absent: Vec<(&str, usize, &str)> = rows
+        .iter()
+        .filter_map(|(test, run, _, e)| match &e.cpu_used {
+            Err(why) if why != NOT_RUN => Some((why.as_str(), *run, test.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut whys: Vec<&str> = Vec::new();
+    for (why, _, _) in &absent {
+        if !whys.contains(why) {
+            whys.push(why);
+        }
+    }
+    whys.into_iter()
+        .map(|why| {
+            let mut runs: Vec<usize> = absent.iter().filter(|a| a.0 == why).map(|a| a.1).collect();
+            runs.sort_unstable();
+            runs.dedup();
+            let who: Vec<String> = runs
+                .iter()
+                .map(|&r| {
+                    let mut tests: Vec<&str> = Vec::new();
+                    for a in absent.iter().filter(|a| a.0 == why && a.1 == r) {
+                        if !tests.contains(&a.2) {
+                            tests.push(a.2);
+                        }
+                    }
+                    format!("{}: {}", labels[r], tests.join(", "))
+                })
+                .collect();
+            (format!("for {}", who.join("; ")), why.to_string())
+        })
+        .collect()
+}
+
 /// The power "reason" of a summary cell whose run has no such test.
 pub const NOT_RUN: &str = "not run";
 
@@ -855,7 +903,7 @@ pub fn warning_below(f: &Flag, rows: &[&str]) -> String {
 }
 
 /// What a "%CPU used" column holds, said under every table that shows one.
-pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU, or for work that runs in rackbench itself (crypto, mem) its process's; each figure says which.";
+pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator and shares its kernel with none that did (as in the iperf3 study), else (network namespaces or containers of one machine included) the watched server processes' CPU, or for work that runs in rackbench itself (crypto, mem) its process's; each figure says which.";
 
 /// CPU used on the system under test, in percent of one CPU (100 = one core busy).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -3348,6 +3396,65 @@ mod tests {
             assert_eq!(display_unit(rate, "ops/s"), "ops/s", "{rate}");
         }
         assert_eq!(display_unit("throughput_mb_per_s", "MB/s"), "MB/s");
+    }
+
+    /// A net matrix's %CPU used absent at two of its pairs, each for a reason naming the
+    /// receiving host: each reason says the pairs it holds at, not the run alone.
+    #[test]
+    fn cpu_used_absent_names_the_tests() {
+        let row = |test: &str, run: usize, cpu: Result<CpuFigure, String>| {
+            let e = Efficiency {
+                perf: 1.0,
+                unit: "Gbit/s".into(),
+                throughput: true,
+                power: Err("none".into()),
+                idle_w: Err("none".into()),
+                idle_warnings: Vec::new(),
+                perf_per_w: Err("none".into()),
+                w_per_perf: Err("none".into()),
+                dw_per_perf: Err("none".into()),
+                cpu_used: cpu,
+                cpu_pct_per_perf: Err("none".into()),
+            };
+            (test.to_string(), run, String::new(), e)
+        };
+        let low = |h: &str| Err(format!("the kernel counted too little on {h}"));
+        let ok = || {
+            Ok(CpuFigure {
+                pct: 50.0,
+                basis: CpuBasis::Host,
+            })
+        };
+        let l = labels(2);
+        let rows = [
+            row("udp60 rbh1>rbh2", 0, low("rbh2")),
+            row("udp60 rbh1>rbh2", 1, low("rbh2")),
+            row("tcp rbh3>rbh2", 0, ok()),
+            row("udp1472 rbh3>rbh1", 1, low("rbh1")),
+            row("udp1472 rbh1>rbh2", 1, low("rbh2")),
+        ];
+        assert_eq!(
+            cpu_used_absent(&l, &rows),
+            vec![
+                (
+                    "for run0: udp60 rbh1>rbh2; run1: udp60 rbh1>rbh2, udp1472 rbh1>rbh2"
+                        .to_string(),
+                    "the kernel counted too little on rbh2".to_string()
+                ),
+                (
+                    "for run1: udp1472 rbh3>rbh1".to_string(),
+                    "the kernel counted too little on rbh1".to_string()
+                ),
+            ]
+        );
+        // One test: by run alone, as every other absence is said.
+        assert_eq!(
+            cpu_used_absent(&l, &rows[..2]),
+            vec![(
+                "on every run".to_string(),
+                "the kernel counted too little on rbh2".to_string()
+            )]
+        );
     }
 
     #[test]

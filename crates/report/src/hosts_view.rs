@@ -51,11 +51,16 @@ const FACT_AGENT: &str = "rackbench.agent";
 
 /// The seed's per-CPU rows, in its order.
 type CpuField = fn(&CpuUtil) -> f64;
-const CPU_FIELDS: [(&str, CpuField); 5] = [
+const STEAL: &str = "%steal";
+const CPU_FIELDS: [(&str, CpuField); 6] = [
     ("%usr", |u| u.usr_pct),
     ("%sys", |u| u.sys_pct),
     ("%irq", |u| u.irq_pct),
     ("%soft", |u| u.soft_pct),
+    // Counted in %CPU used, as busy counts it: shown where an end has some, so that the
+    // rows add up to it on a VM (a pair's sender read %CPU used 173.88 over rows of 60%
+    // a CPU, the rest steal).
+    (STEAL, |u| u.steal_pct),
     ("%idle", |u| u.idle_pct),
 ];
 
@@ -680,6 +685,7 @@ fn pair_table(
     for &c in &shown {
         for (name, get) in CPU_FIELDS {
             let mut r = vec![format!("{} {name}", cpu_name(c))];
+            let mut stolen = false;
             for (end, reps) in &cols {
                 let unpinned = matches!(&end.cpus, Ok(l) if l.is_empty());
                 if c == -1 && !unpinned {
@@ -702,7 +708,10 @@ fn pair_table(
                 );
                 let pinned_here = matches!(&end.cpus, Ok(l) if l.contains(&c));
                 match v {
-                    Some(v) => r.push(crate::fmt::fixed(v, 2)),
+                    Some(v) => {
+                        stolen |= v > 0.0;
+                        r.push(crate::fmt::fixed(v, 2))
+                    }
                     // A pinned CPU without a line has its reason in the notes already.
                     None if pinned_here || reps.is_empty() => r.push(NA.into()),
                     None => {
@@ -711,7 +720,10 @@ fn pair_table(
                     }
                 }
             }
-            rows.push(r);
+            // %steal where some end has any, as the per-CPU tables show it.
+            if name != STEAL || stolen {
+                rows.push(r);
+            }
         }
     }
     // The end's pinned CPUs and the CPUs busy there unpinned, per repetition: what its
@@ -813,7 +825,7 @@ fn pair_table(
         no_line,
     ));
     notes.push(format!(
-        "Each figure is the median of the pair's valid repetitions (n); CPU/tput and W/tput divide those medians by the end's own throughput (sent at the sender, received at the receiver). %CPU used = sum of 100 - %idle - %iowait over the end's CPU rows, its pinned CPUs and those busy {BUSY_SHOWN_PCT}% or more beside them (an unpinned end: over every CPU), in percent of one CPU."
+        "Each figure is the median of the pair's valid repetitions (n); CPU/tput and W/tput divide those medians by the end's own throughput (sent at the sender, received at the receiver). %CPU used = sum of 100 - %idle - %iowait over the end's CPU rows (%steal, a VM's time the hypervisor gave another, counted in it as a busy CPU's), its pinned CPUs and those busy {BUSY_SHOWN_PCT}% or more beside them (an unpinned end: over every CPU), in percent of one CPU."
     ));
     let point = if point.is_empty() {
         String::new()
@@ -1108,7 +1120,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             let mut head: Vec<String> = [
                 "Host",
                 "Role",
-                "CPU busy % (all CPUs)",
+                "CPU busy (% of the host)",
                 "NIC rx",
                 "NIC tx",
                 "Power (W)",
@@ -1148,7 +1160,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 ));
             }
             notes.push(format!(
-                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo, a bridge's or bond's members (counted on it, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait.",
+                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo, a bridge's, bond's or Open vSwitch bridge's members (counted on it, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait (%steal included), the mean over the host's CPUs: 100 is every CPU busy, where the per-CPU tables' %CPU used is in % of one CPU.",
                 ok.len(),
                 p.results.len()
             ));

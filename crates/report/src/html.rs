@@ -651,7 +651,7 @@ fn efficiency_table(
             latency_unit_table(h, &rows, &unit, labels, marks, &points);
         }
     }
-    for (who, why) in derive::absent_reasons(labels, all.iter().map(|r| (r.1, &r.3.cpu_used))) {
+    for (who, why) in derive::cpu_used_absent(labels, &all) {
         let _ = write!(
             h,
             r#"<div class="note">&dagger; %CPU used absent {}: {}</div>"#,

@@ -515,9 +515,7 @@ pub fn markdown_with(
                 }
             }
             let _ = writeln!(m, "{}", c(derive::CPU_USED_MEANING));
-            for (who, why) in
-                derive::absent_reasons(&wl_labels, all_eff.iter().map(|r| (r.1, &r.3.cpu_used)))
-            {
+            for (who, why) in derive::cpu_used_absent(&wl_labels, &all_eff) {
                 let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
             }
         }

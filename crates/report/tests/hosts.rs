@@ -1080,6 +1080,34 @@ fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
     assert!(h.contains("<td>CPU4 %soft</td>"), "{h}");
     assert!(h.contains("%CPU used, pinned CPUs only"));
     assert!(hosts_view::pairs_markdown(runs, "net").contains("| CPU4 %soft |"));
+    // No steal anywhere: no %steal row, as the seed's table has none.
+    assert!(t.row("CPU2 %steal").is_none());
+    // On a VM whose hypervisor took 40% of beta's CPU2: its row says so, the sender's
+    // reads 0, and %CPU used (steal counted busy, as everywhere) is of the rows shown.
+    for r in &mut run.results {
+        for ts in r
+            .telemetry_summary
+            .iter_mut()
+            .filter(|ts| ts.host == "beta")
+        {
+            let cpu2 = ts.cpus.iter_mut().find(|l| l.cpu == 2).unwrap();
+            cpu2.sys_pct = 58.02;
+            cpu2.steal_pct = 40.0;
+        }
+    }
+    let t = tcp_table(&{
+        let mut r = run.clone();
+        let mut u = r.results[0].clone();
+        u.test = "udp60".into();
+        r.results.push(u);
+        r
+    });
+    let got = |row: &str, i: usize| t.row(row).unwrap_or_else(|| panic!("row {row}"))[i].clone();
+    assert_eq!(got("CPU2 %steal", c + 1), "40.00");
+    assert_eq!(got("CPU2 %sys", c + 1), "58.02");
+    assert_eq!(got("CPU2 %steal", c), "0.00");
+    assert_eq!(got("%CPU used", c + 1), "197.00");
+    assert!(t.row("CPU4 %steal").is_none());
 }
 
 /// The per-CPU table of a net matrix: one per host, a column per test and pair named

@@ -596,7 +596,7 @@ impl Telemetry {
             .filter(|s| in_point(&s.host))
             .cloned()
             .collect();
-        flags.extend(steal_flags(&ours));
+        flags.extend(steal_flags(&ours, &self.disclosed));
         flags.extend(other_load_flags(
             &ours,
             &summary,
@@ -1321,9 +1321,19 @@ pub const STEAL_WARN_PCT: f64 = 5.0;
 /// %steal, which the busy figures count as busy (as Kepler's active time does), so
 /// throughput, latency and CPU per operation then carry a neighbour's contention, not
 /// the platform's alone. Names the worst CPU (or the all-CPU line when it is the worst).
-pub fn steal_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
+/// Hosts on one kernel (`kernels`: namespaces or containers of one machine) have its
+/// CPUs, and are judged once, as [`other_load_flags`] judges them (one VM's steal read
+/// `steal x3` for its three namespaces).
+pub fn steal_flags(summaries: &[TelemetrySummary], kernels: &Disclosed) -> Vec<Flag> {
     let mut out = Vec::new();
+    let mut judged: Vec<&str> = Vec::new();
     for s in summaries.iter().filter(|s| s.samples > 0) {
+        if judged.contains(&s.host.as_str()) {
+            continue;
+        }
+        let mates = kernels.mates(&s.host);
+        judged.push(&s.host);
+        judged.extend(mates.iter().map(String::as_str));
         let Some(worst) = s
             .cpus
             .iter()
@@ -1340,13 +1350,21 @@ pub fn steal_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         } else {
             format!("CPU {}'s", worst.cpu)
         };
+        let shared = if mates.is_empty() {
+            String::new()
+        } else {
+            let mates: Vec<&str> = mates.iter().map(|m| kernels.shown(m)).collect();
+            format!(", on the kernel it shares with {}", mates.join(", "))
+        };
+        // `host rbh1: ` first, as the export's `@host` reads it (see other_load_flags).
         out.push(Flag::warning(
             "steal",
             format!(
-                "host {}: the hypervisor took {:.1}% of {whose} time (%steal) while the \
-                 test measured: its figures include a neighbour's contention, not the \
+                "host {}: the hypervisor took {:.1}% of {whose} time (%steal) while the test \
+                 measured{shared}: its figures include a neighbour's contention, not the \
                  platform's alone; run again on a quieter host, or on dedicated CPUs",
-                s.host, worst.steal_pct
+                kernels.shown(&s.host),
+                worst.steal_pct
             ),
         ));
     }
@@ -1692,7 +1710,8 @@ mod tests {
         a.cpus = vec![stolen(-1, 3.0), stolen(0, 0.5), stolen(1, 6.0)];
         let mut b = sample("b", 1.0, 1.0, false, 50.0);
         b.cpus = vec![stolen(-1, 4.9), stolen(0, 4.9), stolen(1, 4.9)];
-        let flags = steal_flags(&telemetry::sampler::summarize(&[a, b]));
+        let none = Disclosed::default();
+        let flags = steal_flags(&telemetry::sampler::summarize(&[a.clone(), b]), &none);
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert_eq!(flags[0].code, "steal");
         assert!(
@@ -1705,7 +1724,7 @@ mod tests {
         // (acceptance pass G, 13).
         let mut c = sample("c", 1.0, 1.0, false, 50.0);
         c.cpus = vec![stolen(-1, 7.0)];
-        let flags = steal_flags(&telemetry::sampler::summarize(&[c]));
+        let flags = steal_flags(&telemetry::sampler::summarize(&[c]), &none);
         assert!(
             flags[0]
                 .message
@@ -1714,7 +1733,34 @@ mod tests {
             flags[0].message
         );
         // A host with no samples says nothing.
-        assert!(steal_flags(&telemetry::sampler::summarize(&[])).is_empty());
+        assert!(steal_flags(&telemetry::sampler::summarize(&[]), &none).is_empty());
+        // Three namespaces of one VM: its steal once, their kernel said.
+        let ns = |h: &str| TelemetrySample {
+            host: h.into(),
+            ..a.clone()
+        };
+        let one_kernel = Disclosed {
+            shared_with: ["a", "n2", "n3"]
+                .iter()
+                .map(|h| {
+                    let mates = ["a", "n2", "n3"].iter().filter(|m| *m != h);
+                    (h.to_string(), mates.map(|m| m.to_string()).collect())
+                })
+                .collect(),
+            ..Disclosed::default()
+        };
+        let flags = steal_flags(
+            &telemetry::sampler::summarize(&[ns("a"), ns("n2"), ns("n3")]),
+            &one_kernel,
+        );
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert!(
+            flags[0]
+                .message
+                .contains("while the test measured, on the kernel it shares with n2, n3: its"),
+            "{}",
+            flags[0].message
+        );
     }
 
     /// The helper's case: a kv test's server and client used 72% of one CPU on a host
