@@ -754,7 +754,11 @@ pub fn classify(
             "{dest}: unknown host name ({said}); check the name or {}",
             match user_config {
                 Some(f) => format!("the Host entries of {}", f.display()),
-                None => "your ~/.ssh/config".to_string(),
+                // The alias may be in another file (test hosts', a lab's): say how to
+                // give it.
+                None => "your ~/.ssh/config, or give the file whose Host entry names it \
+                         with --ssh-config FILE"
+                    .to_string(),
             }
         );
     }
@@ -1270,6 +1274,18 @@ mod tests {
             )
         );
         assert!(e.contains("Host entries of /srv/lab ssh.cfg"), "{e}");
+        // Without --ssh-config: the option that gives another file is named.
+        let e = format!(
+            "{}",
+            classify(
+                "lab1",
+                "ssh: Could not resolve hostname lab1: Name or service not known",
+                Some(255),
+                None
+            )
+        );
+        assert!(e.contains("~/.ssh/config, or give the file"), "{e}");
+        assert!(e.contains("--ssh-config FILE"), "{e}");
     }
 
     #[test]

@@ -615,8 +615,9 @@ pub fn absent_reasons<'a, T: 'a>(
 
 /// Why %CPU used is absent in the efficiency tables ([`efficiency_rows_with`]'s rows),
 /// once per reason, as [`absent_reasons`] says it, with the tests it is absent at where
-/// the tables have several (`for net: udp60 rbh1>rbh2`): a net matrix's reason names
-/// the host that lacked the figure, and that host received in many pairs.
+/// the tables have several and it is not absent at all of them (`for net at udp60
+/// rbh1>rbh2`): a net matrix's reason names the host that lacked the figure, and that
+/// host received in many pairs.
 pub fn cpu_used_absent(
     labels: &[String],
     rows: &[(String, usize, String, Efficiency)],
@@ -639,8 +640,19 @@ pub fn cpu_used_absent(
             whys.push(why);
         }
     }
+    let everywhere = |why: &str| {
+        rows.iter()
+            .filter(|r| !matches!(&r.3.cpu_used, Err(w) if w == NOT_RUN))
+            .all(|r| matches!(&r.3.cpu_used, Err(w) if w == why))
+    };
     whys.into_iter()
         .map(|why| {
+            if everywhere(why) {
+                return absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used)))
+                    .into_iter()
+                    .find(|(_, w)| w == why)
+                    .unwrap_or_else(|| ("on every run".into(), why.to_string()));
+            }
             let mut runs: Vec<usize> = absent.iter().filter(|a| a.0 == why).map(|a| a.1).collect();
             runs.sort_unstable();
             runs.dedup();
@@ -653,7 +665,7 @@ pub fn cpu_used_absent(
                             tests.push(a.2);
                         }
                     }
-                    format!("{}: {}", labels[r], tests.join(", "))
+                    format!("{} at {}", labels[r], tests.join(", "))
                 })
                 .collect();
             (format!("for {}", who.join("; ")), why.to_string())
@@ -3437,17 +3449,26 @@ mod tests {
             cpu_used_absent(&l, &rows),
             vec![
                 (
-                    "for run0: udp60 rbh1>rbh2; run1: udp60 rbh1>rbh2, udp1472 rbh1>rbh2"
+                    "for run0 at udp60 rbh1>rbh2; run1 at udp60 rbh1>rbh2, udp1472 rbh1>rbh2"
                         .to_string(),
                     "the kernel counted too little on rbh2".to_string()
                 ),
                 (
-                    "for run1: udp1472 rbh3>rbh1".to_string(),
+                    "for run1 at udp1472 rbh3>rbh1".to_string(),
                     "the kernel counted too little on rbh1".to_string()
                 ),
             ]
         );
-        // One test: by run alone, as every other absence is said.
+        // A reason at every test of every run, or a table of one test: by run alone, as
+        // every other absence is said.
+        let nowhere: Vec<_> = rows
+            .iter()
+            .map(|r| row(&r.0, r.1, Err("no telemetry".into())))
+            .collect();
+        assert_eq!(
+            cpu_used_absent(&l, &nowhere),
+            vec![("on every run".to_string(), "no telemetry".to_string())]
+        );
         assert_eq!(
             cpu_used_absent(&l, &rows[..2]),
             vec![(

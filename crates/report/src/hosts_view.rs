@@ -1160,7 +1160,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 ));
             }
             notes.push(format!(
-                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo, a bridge's, bond's or Open vSwitch bridge's members (counted on it, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait (%steal included), the mean over the host's CPUs: 100 is every CPU busy, where the per-CPU tables' %CPU used is in % of one CPU.",
+                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo, a bridge's or bond's members (counted on it, or only forwarded), an Open vSwitch bridge's ports (counted on its internal port, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait (%steal included), the mean over the host's CPUs: 100 is every CPU busy, where the per-CPU tables' %CPU used is in % of one CPU.",
                 ok.len(),
                 p.results.len()
             ));

@@ -1082,8 +1082,8 @@ fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
     assert!(hosts_view::pairs_markdown(runs, "net").contains("| CPU4 %soft |"));
     // No steal anywhere: no %steal row, as the seed's table has none.
     assert!(t.row("CPU2 %steal").is_none());
-    // On a VM whose hypervisor took 40% of beta's CPU2: its row says so, the sender's
-    // reads 0, and %CPU used (steal counted busy, as everywhere) is of the rows shown.
+    // On a VM whose hypervisor took 40% of beta's CPU2 (its %sys 98.02 now 58.02 and
+    // 40 of steal, its idle unchanged): the row says so and the sender's reads 0.
     for r in &mut run.results {
         for ts in r
             .telemetry_summary

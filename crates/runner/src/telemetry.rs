@@ -573,7 +573,7 @@ impl Telemetry {
             .filter(|s| !step.missing.iter().any(|(h, _)| *h == s.host))
             .cloned()
             .collect();
-        let part = measured_part(&whole, &self.clocks(), measured);
+        let part = measured_part(&whole, &self.clocks(), measured, point_hosts);
         let mut flags: Vec<Flag> = part
             .flags
             .into_iter()
@@ -819,8 +819,8 @@ pub struct MeasuredPart {
 }
 
 /// The part of a test's samples its figures cover: each host's samples that lie wholly
-/// inside the test's `measured` spans (see `StepOutput::measured`), by
-/// [`telemetry::within_spans`], with `clocks` placing the host's samples on the
+/// inside the test's `measured` spans (see `StepOutput::measured`), as
+/// [`telemetry::within_spans`] takes them, with `clocks` placing the host's samples on the
 /// controller's clock. The setup before the load (keys made, streams opened, the
 /// generators' common start and warm-up) and the teardown after it (the UDP receiver's
 /// wait for late datagrams, the generators' reports coming back) are left out instead of
@@ -830,15 +830,17 @@ pub struct MeasuredPart {
 /// whole test. A host the clocks or the spans miss (a clock stepped during the test
 /// would place them apart): that host's samples as they are, and a warning that says so.
 ///
-/// Every host of the test is cut alike, span by span ([`one_choice`]): its whole samples
-/// where every host's cover the same half of the span or more, else each sample's part
-/// inside it. Each host chose for itself before: a 2 s net test's receiver read 5.29
+/// The test's own hosts (`alike`) are cut alike, span by span ([`one_choice`]): their
+/// whole samples where every one's cover the same half of the span or more, else each
+/// sample's part inside it; another host (the controller, a net matrix's idle third)
+/// chooses for itself. Each host chose for itself before: a 2 s net test's receiver read 5.29
 /// Gbit/s from the one whole sample in its second half, beside its sender's 7.14 over
 /// the whole test from parts, on one link.
 pub fn measured_part(
     samples: &[TelemetrySample],
     clocks: &SampleClocks,
     measured: &[(SystemTime, SystemTime)],
+    alike: &[&str],
 ) -> MeasuredPart {
     let mut out = MeasuredPart {
         samples: Vec::with_capacity(samples.len()),
@@ -850,18 +852,23 @@ pub fn measured_part(
         out.samples = samples.to_vec();
         return out;
     }
+    // The spans merged once, on the controller's clock (seconds after the first one
+    // began), so that every host has the same ones.
+    let t0 = measured.iter().map(|(a, _)| *a).min().unwrap_or(UNIX_EPOCH);
+    let merged = telemetry::merge_spans(
+        &measured
+            .iter()
+            .map(|(a, b)| (secs_between(t0, *a), secs_between(t0, *b)))
+            .collect::<Vec<_>>(),
+    );
     let mut hosts: Vec<HostSamples> = Vec::new();
     for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
         let spans = match (clocks.get(h), mine.first()) {
             (Some(zero), Some(first)) => {
-                // Seconds after the host's first sample began (negative: before it).
-                let origin = first.t_s - first.interval_s;
-                let after = |t: SystemTime| secs_between(zero, t) - origin;
-                let spans: Vec<(f64, f64)> = measured
-                    .iter()
-                    .map(|(a, b)| (after(*a), after(*b)))
-                    .collect();
+                // The spans in seconds after the host's first sample began (negative:
+                // before it).
+                let shift = secs_between(zero, t0) - (first.t_s - first.interval_s);
                 out.spans.push((
                     h.to_string(),
                     measured
@@ -869,7 +876,7 @@ pub fn measured_part(
                         .map(|(a, b)| [secs_between(zero, *a), secs_between(zero, *b)])
                         .collect(),
                 ));
-                Some(telemetry::merge_spans(&spans))
+                Some(merged.iter().map(|(a, b)| (a + shift, b + shift)).collect())
             }
             _ => None,
         };
@@ -879,16 +886,16 @@ pub fn measured_part(
             spans,
         });
     }
-    let whole = one_choice(&hosts);
+    let whole = one_choice(&hosts, alike);
     for HostSamples {
         host: h,
         mine,
         spans,
     } in hosts
     {
-        let cut = spans.map(|spans| match &whole {
-            Some(whole) => telemetry::cut_spans(&mine, &spans, whole),
-            None => telemetry::within_spans(&mine, &spans),
+        let cut = spans.map(|spans| match alike.contains(&h) {
+            true => telemetry::cut_spans(&mine, &spans, &whole),
+            false => telemetry::within_spans(&mine, &spans),
         });
         match cut {
             Some(cut) if !cut.samples.is_empty() => {
@@ -919,28 +926,29 @@ struct HostSamples<'a> {
     spans: Option<Vec<(f64, f64)>>,
 }
 
-/// For each of the test's measured spans (merged, on each placed host's sample clock),
-/// whether every host takes its whole samples there: where each host's whole samples
-/// cover half of the span or more and the seconds all of them cover together do too.
-/// Elsewhere every host takes its samples' parts, and so covers the same time. None
-/// where the hosts' spans do not pair up one to one (spans that touch, merged on one
-/// host's clock and not on another's): each host then chooses for itself.
-fn one_choice(hosts: &[HostSamples]) -> Option<Vec<bool>> {
+/// For each of the test's measured spans (merged, on each host's sample clock), whether
+/// the hosts in `alike` (the test's own) take their whole samples there: where each one's
+/// whole samples cover half of the span or more, and the time they all cover together
+/// does too. Elsewhere each takes its samples' parts, and so covers the same time. A
+/// host whose samples the span misses (a clock stepped) has no say: it is summarised
+/// whole and flagged. One host alone keeps [`telemetry::within_spans`]' rule.
+fn one_choice(hosts: &[HostSamples], alike: &[&str]) -> Vec<bool> {
     let placed: Vec<_> = hosts
         .iter()
-        .filter_map(|h| Some((&h.mine, h.spans.as_ref()?)))
+        .filter(|h| alike.contains(&h.host))
+        .filter_map(|h| Some((h.mine.as_slice(), h.spans.as_deref()?)))
         .collect();
-    let (_, first) = placed.first()?;
-    if placed.iter().any(|(_, spans)| spans.len() != first.len()) {
-        return None;
-    }
-    let choice = (0..first.len())
+    let Some((_, first)) = placed.first() else {
+        return Vec::new();
+    };
+    (0..first.len())
         .map(|i| {
             let len = first[i].1 - first[i].0;
             // Each host's window as seconds from the span's start: comparable across
             // hosts, whose sample clocks differ.
             let windows: Option<Vec<(f64, f64)>> = placed
                 .iter()
+                .filter(|(samples, spans)| telemetry::reaches(samples, spans[i]))
                 .map(|(samples, spans)| {
                     let (from, to) = telemetry::whole_window(samples, spans[i])?;
                     Some((from - spans[i].0, to - spans[i].0))
@@ -949,11 +957,10 @@ fn one_choice(hosts: &[HostSamples]) -> Option<Vec<bool>> {
             windows.is_some_and(|w| {
                 let from = w.iter().map(|x| x.0).fold(f64::MIN, f64::max);
                 let to = w.iter().map(|x| x.1).fold(f64::MAX, f64::min);
-                to - from >= len / 2.0
+                w.len() < 2 || to - from >= len / 2.0
             })
         })
-        .collect();
-    Some(choice)
+        .collect()
 }
 
 /// CPU time of a host's tasks outside this test's own processes, in % of one CPU, above
@@ -1044,6 +1051,37 @@ impl Disclosed {
             .find(|(h, _)| h == host)
             .map_or(&[], |(_, m)| m.as_slice())
     }
+
+    /// Each kernel of `summaries` once, by its first host's summary, with that host's
+    /// other names on it: flags that judge a kernel's CPUs say each kernel once (every
+    /// multi-host result on namespaces of one VM read `other_load x3`, `steal x3`).
+    fn once_each<'a>(
+        &'a self,
+        summaries: impl IntoIterator<Item = &'a TelemetrySummary>,
+    ) -> Vec<(&'a TelemetrySummary, &'a [String])> {
+        let mut judged: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for s in summaries {
+            if judged.contains(&s.host.as_str()) {
+                continue;
+            }
+            let mates = self.mates(&s.host);
+            judged.push(&s.host);
+            judged.extend(mates.iter().map(String::as_str));
+            out.push((s, mates));
+        }
+        out
+    }
+
+    /// `, on the kernel it shares with rbh2, rbh3` after a flag's `host rbh1`; nothing
+    /// for a host on a kernel of its own.
+    fn shared_words(&self, mates: &[String]) -> String {
+        if mates.is_empty() {
+            return String::new();
+        }
+        let mates: Vec<&str> = mates.iter().map(|m| self.shown(m)).collect();
+        format!(", on the kernel it shares with {}", mates.join(", "))
+    }
 }
 
 /// A warning per host on which other processes took CPU time while the test measured:
@@ -1072,15 +1110,8 @@ pub fn other_load_flags(
     kernels: &Disclosed,
 ) -> Vec<Flag> {
     let mut out = Vec::new();
-    let mut judged_kernels: Vec<&str> = Vec::new();
     let judged = |s: &&TelemetrySummary| s.samples > 0 && !s.procs.is_empty();
-    for s in summaries.iter().filter(judged) {
-        if judged_kernels.contains(&s.host.as_str()) {
-            continue;
-        }
-        let mates = kernels.mates(&s.host);
-        judged_kernels.push(&s.host);
-        judged_kernels.extend(mates.iter().map(String::as_str));
+    for (s, mates) in kernels.once_each(summaries.iter().filter(judged)) {
         // The test's server on this kernel (this host, or another name of it) that is not
         // watched (given with --target): its CPU is the test's own, not another's, and
         // nothing tells it apart.
@@ -1123,12 +1154,7 @@ pub fn other_load_flags(
         // The message begins `host rbh1: ` (the export's `@host` reads it there), and
         // says the kernel's other names after.
         let host = kernels.shown(&s.host);
-        let shared = if mates.is_empty() {
-            String::new()
-        } else {
-            let mates: Vec<&str> = mates.iter().map(|m| kernels.shown(m)).collect();
-            format!(", on the kernel it shares with {}", mates.join(", "))
-        };
+        let shared = kernels.shared_words(mates);
         if ticks_missed(tasks, own) {
             out.push(Flag::warning(
                 "cpu_ticks_missed",
@@ -1326,17 +1352,13 @@ pub const STEAL_WARN_PCT: f64 = 5.0;
 /// `steal x3` for its three namespaces).
 pub fn steal_flags(summaries: &[TelemetrySummary], kernels: &Disclosed) -> Vec<Flag> {
     let mut out = Vec::new();
-    let mut judged: Vec<&str> = Vec::new();
-    for s in summaries.iter().filter(|s| s.samples > 0) {
-        if judged.contains(&s.host.as_str()) {
-            continue;
-        }
-        let mates = kernels.mates(&s.host);
-        judged.push(&s.host);
-        judged.extend(mates.iter().map(String::as_str));
-        let Some(worst) = s
-            .cpus
-            .iter()
+    let sampled = || summaries.iter().filter(|s| s.samples > 0);
+    for (s, mates) in kernels.once_each(sampled()) {
+        // The kernel's worst CPU over its hosts' summaries (each sampled at its own
+        // phase, one may read 4.9% and another 5.1%).
+        let Some(worst) = sampled()
+            .filter(|o| o.host == s.host || mates.contains(&o.host))
+            .flat_map(|o| &o.cpus)
             .filter(|c| c.steal_pct.is_finite())
             .max_by(|a, b| a.steal_pct.total_cmp(&b.steal_pct))
         else {
@@ -1350,12 +1372,7 @@ pub fn steal_flags(summaries: &[TelemetrySummary], kernels: &Disclosed) -> Vec<F
         } else {
             format!("CPU {}'s", worst.cpu)
         };
-        let shared = if mates.is_empty() {
-            String::new()
-        } else {
-            let mates: Vec<&str> = mates.iter().map(|m| kernels.shown(m)).collect();
-            format!(", on the kernel it shares with {}", mates.join(", "))
-        };
+        let shared = kernels.shared_words(mates);
         // `host rbh1: ` first, as the export's `@host` reads it (see other_load_flags).
         out.push(Flag::warning(
             "steal",
@@ -1475,6 +1492,9 @@ mod tests {
     use super::*;
 
     /// A 2-CPU host's sample ending at `t_s` after `interval_s`, `busy` % busy on all.
+    /// The hosts of the tests' tests (`measured_part`'s `alike`).
+    const TEST_HOSTS: [&str; 3] = ["a", "b", "c"];
+
     fn sample(host: &str, t_s: f64, interval_s: f64, warmup: bool, busy: f64) -> TelemetrySample {
         TelemetrySample {
             host: host.into(),
@@ -1556,7 +1576,7 @@ mod tests {
         let all = telemetry::sampler::summarize(&samples);
         assert!((busy(&all, "b") - (2.0 + 160.0 + 2.0) / 2.6).abs() < 1e-9);
         let cut_to = |spans: &[(SystemTime, SystemTime)]| {
-            let part = measured_part(&samples, &clock, spans);
+            let part = measured_part(&samples, &clock, spans, &TEST_HOSTS);
             (telemetry::sampler::summarize(&part.samples), part.flags)
         };
         let (cut, flags) = cut_to(&[(at(0.3), at(2.3))]);
@@ -1590,9 +1610,12 @@ mod tests {
         let (cut, _) = cut_to(&[(at(0.31), at(2.29))]);
         assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
         // No spans (a capacity step that did not know its window): the samples as they are.
-        assert_eq!(measured_part(&samples, &clock, &[]).samples, samples);
+        assert_eq!(
+            measured_part(&samples, &clock, &[], &TEST_HOSTS).samples,
+            samples
+        );
         // Spans nowhere near the hosts' samples: as they are, and said for each host.
-        let part = measured_part(&samples, &clock, &[(at(100.0), at(102.0))]);
+        let part = measured_part(&samples, &clock, &[(at(100.0), at(102.0))], &TEST_HOSTS);
         assert_eq!(part.samples, samples);
         assert_eq!(part.flags.len(), 3, "{:?}", part.flags);
         assert!(part.flags.iter().all(|(_, f)| f.code == "telemetry_window"));
@@ -1629,7 +1652,7 @@ mod tests {
                 .collect()
         };
         let samples: Vec<TelemetrySample> = [ticks("a", 0.0, 1.9), ticks("b", -0.1, 1.9)].concat();
-        let part = measured_part(&samples, &clock, &[(at(0.0), at(1.9))]);
+        let part = measured_part(&samples, &clock, &[(at(0.0), at(1.9))], &TEST_HOSTS);
         assert!(part.whole.is_empty(), "{:?}", part.whole);
         let cut = telemetry::sampler::summarize(&part.samples);
         for h in ["a", "b"] {
@@ -1652,11 +1675,34 @@ mod tests {
         assert!((own("a") - 80.0).abs() < 1e-9 && (own("b") - 44.0).abs() < 1e-9);
 
         let samples: Vec<TelemetrySample> = [ticks("a", 0.0, 5.9), ticks("b", -0.1, 5.9)].concat();
-        let part = measured_part(&samples, &clock, &[(at(0.0), at(5.9))]);
+        let part = measured_part(&samples, &clock, &[(at(0.0), at(5.9))], &TEST_HOSTS);
         assert_eq!(part.whole, ["a", "b"]);
         let cut = telemetry::sampler::summarize(&part.samples);
         assert!((covered(&cut, "a") - 5.0).abs() < 1e-9);
         assert!((covered(&cut, "b") - 5.0).abs() < 1e-9);
+
+        // A host of the run outside the test (the controller), sampling every 3 s: its
+        // one whole sample covers 0-3 s, which with a's and b's would leave them 2.1 s
+        // in common. It chooses for itself, and a and b keep their whole samples.
+        let mut more = samples.clone();
+        more.extend([0.0, 3.0, 6.0].map(|t| sample("z", t, 3.0, false, load(5.9, t - 3.0, t))));
+        // A host of the test whose clock stepped (its samples 1000 s off the test's):
+        // summarised whole and flagged, it has no say either.
+        more.extend([1001.0, 1002.0].map(|t| sample("y", t, 1.0, false, 50.0)));
+        let clock = SampleClocks(
+            ["a", "b", "z", "y"]
+                .iter()
+                .map(|h| (h.to_string(), t0, None))
+                .collect(),
+        );
+        let span = [(at(0.0), at(5.9))];
+        let part = measured_part(&more, &clock, &span, &["a", "b", "y"]);
+        assert_eq!(part.whole, ["a", "b", "z"]);
+        assert_eq!(part.flags.len(), 1, "{:?}", part.flags);
+        assert_eq!(part.flags[0].0, "y");
+        // Were the 3 s host one of the test's, all three would take parts.
+        let part = measured_part(&more, &clock, &span, &["a", "b", "z"]);
+        assert!(part.whole.is_empty(), "{:?}", part.whole);
     }
 
     /// Samples that straddle the spans' edges are left out, not weighted by their part
@@ -1673,14 +1719,14 @@ mod tests {
             sample("a", 2.9, 1.0, false, 80.0),
             sample("a", 3.6, 0.7, false, (0.4 * 80.0 + 0.3 * 5.0) / 0.7),
         ];
-        let part = measured_part(&samples, &clock, &[(at(0.3), at(3.3))]);
+        let part = measured_part(&samples, &clock, &[(at(0.3), at(3.3))], &TEST_HOSTS);
         assert!(part.flags.is_empty());
         assert_eq!(part.whole, ["a"]);
         let cut = telemetry::sampler::summarize(&part.samples);
         assert!((busy(&cut, "a") - 80.0).abs() < 1e-9, "{}", busy(&cut, "a"));
         assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
         // A span with no sample wholly inside: each sample weighs its part inside.
-        let part = measured_part(&samples, &clock, &[(at(0.6), at(1.4))]);
+        let part = measured_part(&samples, &clock, &[(at(0.6), at(1.4))], &TEST_HOSTS);
         assert!(part.whole.is_empty());
         let cut = telemetry::sampler::summarize(&part.samples);
         assert!((covered(&cut, "a") - 0.8).abs() < 1e-9);
@@ -1688,7 +1734,12 @@ mod tests {
         assert!((busy(&cut, "a") - by_parts).abs() < 1e-9);
         // A long span and a short one: the long one's whole samples, and the short one's
         // parts (its load is not left out because the other held whole samples).
-        let part = measured_part(&samples, &clock, &[(at(0.9), at(1.9)), (at(3.0), at(3.5))]);
+        let part = measured_part(
+            &samples,
+            &clock,
+            &[(at(0.9), at(1.9)), (at(3.0), at(3.5))],
+            &TEST_HOSTS,
+        );
         assert!(part.whole.is_empty());
         let cut = telemetry::sampler::summarize(&part.samples);
         assert!(

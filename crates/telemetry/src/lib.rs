@@ -21,6 +21,6 @@ pub use power::{
     PowerSources,
 };
 pub use sampler::{
-    cut_spans, measure_idle, merge_spans, summarize, summarize_with_notes, whole_window, within,
-    within_spans, Cut, Sampler, SamplerConfig, MIN_INTERVAL,
+    cut_spans, measure_idle, merge_spans, reaches, summarize, summarize_with_notes, whole_window,
+    within, within_spans, Cut, Sampler, SamplerConfig, MIN_INTERVAL,
 };

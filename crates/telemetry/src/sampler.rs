@@ -797,6 +797,11 @@ fn placed(samples: &[TelemetrySample], s: &TelemetrySample, (a, b): (f64, f64)) 
     (end, end.min(b) - (end - s.interval_s).max(a))
 }
 
+/// Whether any of one host's `samples` lies in `span`, in part or whole.
+pub fn reaches(samples: &[TelemetrySample], span: (f64, f64)) -> bool {
+    samples.iter().any(|s| placed(samples, s, span).1 > 0.0)
+}
+
 /// The samples of `samples` wholly inside `span` (to [`edge_slack`], and at least half
 /// inside).
 fn whole_in(samples: &[TelemetrySample], span: (f64, f64)) -> Vec<&TelemetrySample> {
@@ -832,7 +837,8 @@ pub fn whole_window(samples: &[TelemetrySample], span: (f64, f64)) -> Option<(f6
 /// [`within_spans`] with the choice made for each of `merged` (from [`merge_spans`]):
 /// where `whole[i]`, the samples wholly inside span i as they are; elsewhere each
 /// sample's part inside it. The runner makes the choice for every host of a test alike,
-/// so that each host's figures are of the same time.
+/// so that their figures cover the same part of the test, to within an interval at each
+/// end.
 pub fn cut_spans(samples: &[TelemetrySample], merged: &[(f64, f64)], whole: &[bool]) -> Cut {
     let mut cut = Cut {
         samples: Vec::new(),
