@@ -1264,26 +1264,14 @@ mod tests {
         );
         assert!(e.contains("`ssh -F '/srv/lab ssh.cfg' lab1`"), "{e}");
         assert!(e.contains("UserKnownHostsFile"), "{e}");
-        let e = format!(
-            "{}",
-            classify(
-                "lab1",
-                "ssh: Could not resolve hostname lab1: Name or service not known",
-                Some(255),
-                Some(f)
-            )
-        );
+        let unresolved = |config| {
+            let said = "ssh: Could not resolve hostname lab1: Name or service not known";
+            format!("{}", classify("lab1", said, Some(255), config))
+        };
+        let e = unresolved(Some(f));
         assert!(e.contains("Host entries of /srv/lab ssh.cfg"), "{e}");
         // Without --ssh-config: the option that gives another file is named.
-        let e = format!(
-            "{}",
-            classify(
-                "lab1",
-                "ssh: Could not resolve hostname lab1: Name or service not known",
-                Some(255),
-                None
-            )
-        );
+        let e = unresolved(None);
         assert!(e.contains("~/.ssh/config, or give the file"), "{e}");
         assert!(e.contains("--ssh-config FILE"), "{e}");
     }
