@@ -602,15 +602,20 @@ pub fn absent_reasons<'a, T: 'a>(
         .into_iter()
         .map(|(why, mut runs)| {
             runs.sort_unstable();
-            let who = if labels.len() > 1 && runs.len() == labels.len() {
-                "on every run".to_string()
-            } else {
-                let names: Vec<&str> = runs.iter().map(|i| labels[*i].as_str()).collect();
-                format!("for {}", names.join(", "))
-            };
-            (who, why)
+            (runs_words(labels, &runs), why)
         })
         .collect()
+}
+
+/// `on every run` where `runs` (sorted) are all of `labels`' (more than one), else
+/// `for A, C`.
+fn runs_words(labels: &[String], runs: &[usize]) -> String {
+    if labels.len() > 1 && runs.len() == labels.len() {
+        "on every run".to_string()
+    } else {
+        let names: Vec<&str> = runs.iter().map(|i| labels[*i].as_str()).collect();
+        format!("for {}", names.join(", "))
+    }
 }
 
 /// Why %CPU used is absent in the efficiency tables ([`efficiency_rows_with`]'s rows),
@@ -647,15 +652,12 @@ pub fn cpu_used_absent(
     };
     whys.into_iter()
         .map(|why| {
-            if everywhere(why) {
-                return absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used)))
-                    .into_iter()
-                    .find(|(_, w)| w == why)
-                    .unwrap_or_else(|| ("on every run".into(), why.to_string()));
-            }
             let mut runs: Vec<usize> = absent.iter().filter(|a| a.0 == why).map(|a| a.1).collect();
             runs.sort_unstable();
             runs.dedup();
+            if everywhere(why) {
+                return (runs_words(labels, &runs), why.to_string());
+            }
             let who: Vec<String> = runs
                 .iter()
                 .map(|&r| {

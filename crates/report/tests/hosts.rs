@@ -1083,7 +1083,8 @@ fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
     // No steal anywhere: no %steal row, as the seed's table has none.
     assert!(t.row("CPU2 %steal").is_none());
     // On a VM whose hypervisor took 40% of beta's CPU2 (its %sys 98.02 now 58.02 and
-    // 40 of steal, its idle unchanged): the row says so and the sender's reads 0.
+    // 40 of steal, its idle unchanged): the row says so and the sender's reads 0; %CPU
+    // used, 100 - %idle - %iowait, counts the steal as busy and reads as before.
     for r in &mut run.results {
         for ts in r
             .telemetry_summary

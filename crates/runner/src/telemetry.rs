@@ -861,6 +861,11 @@ pub fn measured_part(
             .map(|(a, b)| (secs_between(t0, *a), secs_between(t0, *b)))
             .collect::<Vec<_>>(),
     );
+    if merged.is_empty() {
+        // Only empty spans: nothing was timed, as with none.
+        out.samples = samples.to_vec();
+        return out;
+    }
     let mut hosts: Vec<HostSamples> = Vec::new();
     for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
@@ -930,8 +935,9 @@ struct HostSamples<'a> {
 /// the hosts in `alike` (the test's own) take their whole samples there: where each one's
 /// whole samples cover half of the span or more, and the time they all cover together
 /// does too. Elsewhere each takes its samples' parts, and so covers the same time. A
-/// host whose samples the span misses (a clock stepped) has no say: it is summarised
-/// whole and flagged. One host alone keeps [`telemetry::within_spans`]' rule.
+/// host whose samples miss a span (a clock stepped) has no say in it (one that misses
+/// every span is summarised whole, and flagged). One host alone keeps
+/// [`telemetry::within_spans`]' rule.
 fn one_choice(hosts: &[HostSamples], alike: &[&str]) -> Vec<bool> {
     let placed: Vec<_> = hosts
         .iter()
@@ -1491,10 +1497,10 @@ pub fn window_metrics(samples: &[TelemetrySample]) -> Vec<Metric> {
 mod tests {
     use super::*;
 
-    /// A 2-CPU host's sample ending at `t_s` after `interval_s`, `busy` % busy on all.
-    /// The hosts of the tests' tests (`measured_part`'s `alike`).
+    /// The test's own hosts in these tests (`measured_part`'s `alike`).
     const TEST_HOSTS: [&str; 3] = ["a", "b", "c"];
 
+    /// A 2-CPU host's sample ending at `t_s` after `interval_s`, `busy` % busy on all.
     fn sample(host: &str, t_s: f64, interval_s: f64, warmup: bool, busy: f64) -> TelemetrySample {
         TelemetrySample {
             host: host.into(),
@@ -1785,10 +1791,16 @@ mod tests {
         );
         // A host with no samples says nothing.
         assert!(steal_flags(&telemetry::sampler::summarize(&[]), &none).is_empty());
-        // Three namespaces of one VM: its steal once, their kernel said.
-        let ns = |h: &str| TelemetrySample {
-            host: h.into(),
-            ..a.clone()
+        // Three namespaces of one VM, each sampled at its own phase: a's CPU 1 read 4.9%
+        // of steal, n2's 5.1%. The kernel's steal is flagged once, by its worst reading,
+        // under the first host's name, its kernel said.
+        let ns = |h: &str, steal: f64| {
+            let mut s = TelemetrySample {
+                host: h.into(),
+                ..a.clone()
+            };
+            s.cpus = vec![stolen(-1, 3.0), stolen(0, 0.5), stolen(1, steal)];
+            s
         };
         let one_kernel = Disclosed {
             shared_with: ["a", "n2", "n3"]
@@ -1800,18 +1812,22 @@ mod tests {
                 .collect(),
             ..Disclosed::default()
         };
-        let flags = steal_flags(
-            &telemetry::sampler::summarize(&[ns("a"), ns("n2"), ns("n3")]),
-            &one_kernel,
-        );
+        let three = [ns("a", 4.9), ns("n2", 5.1), ns("n3", 4.0)];
+        let flags = steal_flags(&telemetry::sampler::summarize(&three), &one_kernel);
         assert_eq!(flags.len(), 1, "{flags:?}");
+        let m = &flags[0].message;
         assert!(
-            flags[0]
-                .message
-                .contains("while the test measured, on the kernel it shares with n2, n3: its"),
-            "{}",
-            flags[0].message
+            m.starts_with("host a: the hypervisor took 5.1% of CPU 1's time"),
+            "{m}"
         );
+        assert!(
+            m.contains("while the test measured, on the kernel it shares with n2, n3: its"),
+            "{m}"
+        );
+        // Each on a kernel of its own: n2 alone is over the limit.
+        let flags = steal_flags(&telemetry::sampler::summarize(&three), &none);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert!(flags[0].message.starts_with("host n2: "), "{flags:?}");
     }
 
     /// The helper's case: a kv test's server and client used 72% of one CPU on a host

@@ -844,6 +844,7 @@ pub fn cut_spans(samples: &[TelemetrySample], merged: &[(f64, f64)], whole: &[bo
         samples: Vec::new(),
         whole: true,
     };
+    debug_assert_eq!(merged.len(), whole.len(), "one choice per span");
     let Some(first) = samples.first() else {
         return cut;
     };
