@@ -54,7 +54,9 @@ flush() { redis-cli -p "$PORT" flushall >/dev/null; }
 rackbench_run() {
   flush
   cpu=$( { time taskset -c 1 "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$1" \
-            -t set,get --client-cpus 1 --no-telemetry --json -q > "$TMP/rk.json"; } 2>&1 )
+            -t set,get --client-cpus 1 --no-telemetry --json -q > "$TMP/rk.json" 2> "$TMP/rk.err"; } 2>&1 )
+  # What rackbench said (a warning) is shown, and kept out of bash's `time` figures.
+  [ -s "$TMP/rk.err" ] && sed 's/^/  (rackbench said) /' "$TMP/rk.err" >&2
   python3 - "$TMP/rk.json" "$cpu" "$N" "$1" rackbench >> "$TMP/rows" <<'PY'
 import json, sys
 path, cpu, n, p, tool = sys.argv[1:]

@@ -811,10 +811,9 @@ pub const KERNEL_SHARED_WITH: &str = "host.kernel_shared_with";
 /// bridge's port or a bond's member (`rbv1 in rbbr0, eth1 in bond0`), counted on the
 /// master as well or only forwarded through the host, an Open vSwitch bridge's port
 /// (`eth1 in ovs-system`: the host's own traffic through it is counted on the bridge's
-/// internal port, `br-ex`), and a VLAN (macvlan, ipvlan) over
-/// another NIC (`eth0.100 over eth0`), counted on that NIC. A host's NIC total leaves
-/// them out (a controller bridging three test hosts read their 12.5 Gbit/s as its own,
-/// twice).
+/// internal port, `br-ex`), and a VLAN (macvlan, ipvlan) over another NIC (`eth0.100
+/// over eth0`), counted on that NIC. A host's NIC total leaves them out (a controller
+/// bridging three test hosts read their 12.5 Gbit/s as its own, twice).
 pub const NIC_ENSLAVED: &str = "nic.enslaved";
 
 /// The NICs of `host` that [`NIC_ENSLAVED`] names.

@@ -41,7 +41,7 @@ const IF_ANY: [(&str, Field); 3] = [
     ("%steal", |u| u.steal_pct),
 ];
 /// Under this a figure prints 0.00: such a row says nothing.
-const SHOWN_FROM: f64 = 0.005;
+pub(crate) const SHOWN_FROM: f64 = 0.005;
 
 /// One host's per-CPU table of one run (a part of it, when the run has more than
 /// [`MAX_COLUMNS`] tests).

@@ -620,57 +620,42 @@ fn runs_words(labels: &[String], runs: &[usize]) -> String {
 
 /// Why %CPU used is absent in the efficiency tables ([`efficiency_rows_with`]'s rows),
 /// once per reason, as [`absent_reasons`] says it, with the tests it is absent at where
-/// the tables have several and it is not absent at all of them (`for net at udp60
-/// rbh1>rbh2`): a net matrix's reason names the host that lacked the figure, and that
-/// host received in many pairs.
+/// the tables have several and it is not absent at all of them (`for net at net udp60
+/// sender_host=rbh1 receiver_host=rbh2`): a net matrix's reason names the host that
+/// lacked the figure, and that host received in many pairs.
 pub fn cpu_used_absent(
     labels: &[String],
     rows: &[(String, usize, String, Efficiency)],
 ) -> Vec<(String, String)> {
-    let many = rows.iter().any(|r| r.0 != rows[0].0);
-    if !many {
-        return absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used)));
-    }
-    // (why, run, test) of every absence, then each reason with its runs and their tests.
-    let absent: Vec<(&str, usize, &str)> = rows
-        .iter()
-        .filter_map(|(test, run, _, e)| match &e.cpu_used {
-            Err(why) if why != NOT_RUN => Some((why.as_str(), *run, test.as_str())),
-            _ => None,
-        })
-        .collect();
-    let mut whys: Vec<&str> = Vec::new();
-    for (why, _, _) in &absent {
-        if !whys.contains(why) {
-            whys.push(why);
-        }
-    }
-    let everywhere = |why: &str| {
-        rows.iter()
-            .filter(|r| !matches!(&r.3.cpu_used, Err(w) if w == NOT_RUN))
-            .all(|r| matches!(&r.3.cpu_used, Err(w) if w == why))
-    };
-    whys.into_iter()
-        .map(|why| {
-            let mut runs: Vec<usize> = absent.iter().filter(|a| a.0 == why).map(|a| a.1).collect();
-            runs.sort_unstable();
-            runs.dedup();
-            if everywhere(why) {
-                return (runs_words(labels, &runs), why.to_string());
-            }
-            let who: Vec<String> = runs
+    let mut tests: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    tests.sort_unstable();
+    tests.dedup();
+    absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used)))
+        .into_iter()
+        .map(|(who, why)| {
+            // (run, test) of each absence for this reason, in run order.
+            let mut at: Vec<(usize, &str)> = rows
                 .iter()
-                .map(|&r| {
-                    let mut tests: Vec<&str> = Vec::new();
-                    for a in absent.iter().filter(|a| a.0 == why && a.1 == r) {
-                        if !tests.contains(&a.2) {
-                            tests.push(a.2);
-                        }
-                    }
-                    format!("{} at {}", labels[r], tests.join(", "))
-                })
+                .filter(|r| matches!(&r.3.cpu_used, Err(w) if *w == why))
+                .map(|r| (r.1, r.0.as_str()))
                 .collect();
-            (format!("for {}", who.join("; ")), why.to_string())
+            at.sort_by_key(|(run, _)| *run);
+            at.dedup();
+            let mut at_tests: Vec<&str> = at.iter().map(|(_, t)| *t).collect();
+            at_tests.sort_unstable();
+            at_tests.dedup();
+            if at_tests.len() == tests.len() {
+                return (who, why);
+            }
+            let mut per_run: Vec<String> = Vec::new();
+            for (i, (run, _)) in at.iter().enumerate() {
+                if i > 0 && at[i - 1].0 == *run {
+                    continue;
+                }
+                let of_run: Vec<&str> = at.iter().filter(|a| a.0 == *run).map(|a| a.1).collect();
+                per_run.push(format!("{} at {}", labels[*run], of_run.join(", ")));
+            }
+            (format!("for {}", per_run.join("; ")), why)
         })
         .collect()
 }
@@ -3441,22 +3426,38 @@ mod tests {
         };
         let l = labels(2);
         let rows = [
-            row("udp60 rbh1>rbh2", 0, low("rbh2")),
-            row("udp60 rbh1>rbh2", 1, low("rbh2")),
-            row("tcp rbh3>rbh2", 0, ok()),
-            row("udp1472 rbh3>rbh1", 1, low("rbh1")),
-            row("udp1472 rbh1>rbh2", 1, low("rbh2")),
+            row(
+                "net udp60 sender_host=rbh1 receiver_host=rbh2",
+                0,
+                low("rbh2"),
+            ),
+            row(
+                "net udp60 sender_host=rbh1 receiver_host=rbh2",
+                1,
+                low("rbh2"),
+            ),
+            row("net tcp sender_host=rbh3 receiver_host=rbh2", 0, ok()),
+            row(
+                "net udp1472 sender_host=rbh3 receiver_host=rbh1",
+                1,
+                low("rbh1"),
+            ),
+            row(
+                "net udp1472 sender_host=rbh1 receiver_host=rbh2",
+                1,
+                low("rbh2"),
+            ),
         ];
         assert_eq!(
             cpu_used_absent(&l, &rows),
             vec![
                 (
-                    "for run0 at udp60 rbh1>rbh2; run1 at udp60 rbh1>rbh2, udp1472 rbh1>rbh2"
+                    "for run0 at net udp60 sender_host=rbh1 receiver_host=rbh2; run1 at net udp60 sender_host=rbh1 receiver_host=rbh2, net udp1472 sender_host=rbh1 receiver_host=rbh2"
                         .to_string(),
                     "the kernel counted too little on rbh2".to_string()
                 ),
                 (
-                    "for run1 at udp1472 rbh3>rbh1".to_string(),
+                    "for run1 at net udp1472 sender_host=rbh3 receiver_host=rbh1".to_string(),
                     "the kernel counted too little on rbh1".to_string()
                 ),
             ]

@@ -57,9 +57,9 @@ const CPU_FIELDS: [(&str, CpuField); 6] = [
     ("%sys", |u| u.sys_pct),
     ("%irq", |u| u.irq_pct),
     ("%soft", |u| u.soft_pct),
-    // Counted in %CPU used, as busy counts it: shown where an end has some, so that the
-    // rows add up to it on a VM (a pair's sender read %CPU used 173.88 over rows of 60%
-    // a CPU, the rest steal).
+    // Counted in %CPU used, as busy counts it: shown where an end has some, as the
+    // per-CPU tables show it (a pair's sender read %CPU used 173.88 over rows of 60% a
+    // CPU, the rest steal).
     (STEAL, |u| u.steal_pct),
     ("%idle", |u| u.idle_pct),
 ];
@@ -709,7 +709,7 @@ fn pair_table(
                 let pinned_here = matches!(&end.cpus, Ok(l) if l.contains(&c));
                 match v {
                     Some(v) => {
-                        stolen |= v > 0.0;
+                        stolen |= v >= crate::cpu_table::SHOWN_FROM;
                         r.push(crate::fmt::fixed(v, 2))
                     }
                     // A pinned CPU without a line has its reason in the notes already.
@@ -981,7 +981,7 @@ fn busy_pct(ts: &TelemetrySummary) -> Option<f64> {
 }
 
 /// Sum of every NIC but loopback and those another counts (`enslaved`: a bridge's or
-/// bond's members, a VLAN over a NIC,
+/// bond's members, an Open vSwitch bridge's ports, a VLAN over a NIC,
 /// [`model::NIC_ENSLAVED`]), Gbit/s: (rx, tx).
 fn nic_gbit(ts: &TelemetrySummary, enslaved: &[&str]) -> Option<(f64, f64)> {
     let nics: Vec<_> = ts

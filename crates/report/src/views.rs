@@ -2018,7 +2018,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<View
             svg::line_chart(
                 &t3,
                 &format!("demanded rate ({u})"),
-                "CPU busy (%, all CPUs)",
+                "CPU busy (% of the host)",
                 Scale::Linear,
                 Scale::Linear,
                 &series,
@@ -2368,7 +2368,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
     let server: Vec<Option<f64>> = st.iter().map(|(_, m)| server_share(m, cpus)).collect();
     let server_drawn = busy.iter().any(Option::is_some) && server.iter().any(Option::is_some);
     if busy.iter().any(Option::is_some) {
-        let t = format!("{who}{wl} load levels: CPU busy (%, all CPUs)");
+        let t = format!("{who}{wl} load levels: CPU busy (% of the host)");
         let mut series = vec![bars("host busy", busy)];
         if server_drawn {
             series.push(bars("server processes", server));

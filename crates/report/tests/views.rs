@@ -504,7 +504,7 @@ fn capacity_cpu_charts_draw_the_server_beside_the_host() {
     let mut r = capacity_run(true);
     // Without the system under test's per-CPU telemetry its CPUs are unknown: not drawn.
     let h = report::html(std::slice::from_ref(&r), None);
-    assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
+    assert!(h.contains("kv load levels: CPU busy (% of the host)"));
     assert!(!h.contains("<title>server processes / "), "{h}");
     assert!(!h.contains("The CPU chart draws both"));
     let ts = kv_run(&Spec::default()).results[0]
@@ -691,7 +691,7 @@ fn capacity_ramp_search_levels() {
     let hb = report::html(std::slice::from_ref(&behind), None);
     assert!(hb.contains(note), "the unsent note");
     assert!(h.contains("kv load levels: req/s per W"));
-    assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
+    assert!(h.contains("kv load levels: CPU busy (% of the host)"));
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(
         m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 40.0 | 150.0 | 290 |"),

@@ -826,16 +826,17 @@ pub struct MeasuredPart {
 /// wait for late datagrams, the generators' reports coming back) are left out instead of
 /// diluting the test's CPU and power with idle time, and so is a sample that holds some
 /// of both (up to an interval at each end). What lies in a span counts, a warm-up mark or
-/// not: the workload knows when it measured. No spans: the samples as they are, the
-/// whole test. A host the clocks or the spans miss (a clock stepped during the test
-/// would place them apart): that host's samples as they are, and a warning that says so.
+/// not: the workload knows when it measured. No spans, or only empty ones: the samples
+/// as they are, the whole test. A host the clocks or the spans miss (a clock stepped
+/// during the test would place them apart): that host's samples as they are, and a
+/// warning that says so.
 ///
-/// The test's own hosts (`alike`) are cut alike, span by span ([`one_choice`]): their
-/// whole samples where every one's cover the same half of the span or more, else each
-/// sample's part inside it; another host (the controller, a net matrix's idle third)
-/// chooses for itself. Each host chose for itself before: a 2 s net test's receiver read 5.29
-/// Gbit/s from the one whole sample in its second half, beside its sender's 7.14 over
-/// the whole test from parts, on one link.
+/// The test's own hosts (`alike`) are cut alike, span by span
+/// ([`telemetry::choose_whole`]): their whole samples where every one's cover the same
+/// half of the span or more, else each sample's part inside it; another host (the
+/// controller, a net matrix's idle third) chooses for itself. Each host chose for itself
+/// before: a 2 s net test's receiver read 5.29 Gbit/s from the one whole sample in its
+/// second half, beside its sender's 7.14 over the whole test from parts, on one link.
 pub fn measured_part(
     samples: &[TelemetrySample],
     clocks: &SampleClocks,
@@ -848,10 +849,6 @@ pub fn measured_part(
         whole: Vec::new(),
         spans: Vec::new(),
     };
-    if measured.is_empty() {
-        out.samples = samples.to_vec();
-        return out;
-    }
     // The spans merged once, on the controller's clock (seconds after the first one
     // began), so that every host has the same ones.
     let t0 = measured.iter().map(|(a, _)| *a).min().unwrap_or(UNIX_EPOCH);
@@ -862,18 +859,18 @@ pub fn measured_part(
             .collect::<Vec<_>>(),
     );
     if merged.is_empty() {
-        // Only empty spans: nothing was timed, as with none.
+        // No spans, or only empty ones: the samples as they are.
         out.samples = samples.to_vec();
         return out;
     }
     let mut hosts: Vec<HostSamples> = Vec::new();
     for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
-        let spans = match (clocks.get(h), mine.first()) {
-            (Some(zero), Some(first)) => {
+        let spans = match (clocks.get(h), mine.is_empty()) {
+            (Some(zero), false) => {
                 // The spans in seconds after the host's first sample began (negative:
                 // before it).
-                let shift = secs_between(zero, t0) - (first.t_s - first.interval_s);
+                let shift = secs_between(zero, t0) - telemetry::origin(&mine);
                 out.spans.push((
                     h.to_string(),
                     measured
@@ -891,16 +888,25 @@ pub fn measured_part(
             spans,
         });
     }
-    let whole = one_choice(&hosts, alike);
+    // The test's own hosts choose together ([`telemetry::choose_whole`]).
+    let together: Vec<telemetry::HostSpans> = hosts
+        .iter()
+        .filter(|h| alike.contains(&h.host))
+        .filter_map(|h| Some((h.mine.as_slice(), h.spans.as_deref()?)))
+        .collect();
+    let whole = telemetry::choose_whole(&together);
     for HostSamples {
         host: h,
         mine,
         spans,
     } in hosts
     {
-        let cut = spans.map(|spans| match alike.contains(&h) {
-            true => telemetry::cut_spans(&mine, &spans, &whole),
-            false => telemetry::within_spans(&mine, &spans),
+        let cut = spans.map(|spans| {
+            if alike.contains(&h) {
+                telemetry::cut_spans(&mine, &spans, &whole)
+            } else {
+                telemetry::within_spans(&mine, &spans)
+            }
         });
         match cut {
             Some(cut) if !cut.samples.is_empty() => {
@@ -929,44 +935,6 @@ struct HostSamples<'a> {
     host: &'a str,
     mine: Vec<TelemetrySample>,
     spans: Option<Vec<(f64, f64)>>,
-}
-
-/// For each of the test's measured spans (merged, on each host's sample clock), whether
-/// the hosts in `alike` (the test's own) take their whole samples there: where each one's
-/// whole samples cover half of the span or more, and the time they all cover together
-/// does too. Elsewhere each takes its samples' parts, and so covers the same time. A
-/// host whose samples miss a span (a clock stepped) has no say in it (one that misses
-/// every span is summarised whole, and flagged). One host alone keeps
-/// [`telemetry::within_spans`]' rule.
-fn one_choice(hosts: &[HostSamples], alike: &[&str]) -> Vec<bool> {
-    let placed: Vec<_> = hosts
-        .iter()
-        .filter(|h| alike.contains(&h.host))
-        .filter_map(|h| Some((h.mine.as_slice(), h.spans.as_deref()?)))
-        .collect();
-    let Some((_, first)) = placed.first() else {
-        return Vec::new();
-    };
-    (0..first.len())
-        .map(|i| {
-            let len = first[i].1 - first[i].0;
-            // Each host's window as seconds from the span's start: comparable across
-            // hosts, whose sample clocks differ.
-            let windows: Option<Vec<(f64, f64)>> = placed
-                .iter()
-                .filter(|(samples, spans)| telemetry::reaches(samples, spans[i]))
-                .map(|(samples, spans)| {
-                    let (from, to) = telemetry::whole_window(samples, spans[i])?;
-                    Some((from - spans[i].0, to - spans[i].0))
-                })
-                .collect();
-            windows.is_some_and(|w| {
-                let from = w.iter().map(|x| x.0).fold(f64::MIN, f64::max);
-                let to = w.iter().map(|x| x.1).fold(f64::MAX, f64::min);
-                w.len() < 2 || to - from >= len / 2.0
-            })
-        })
-        .collect()
 }
 
 /// CPU time of a host's tasks outside this test's own processes, in % of one CPU, above
@@ -1620,6 +1588,10 @@ mod tests {
             measured_part(&samples, &clock, &[], &TEST_HOSTS).samples,
             samples
         );
+        // Only an empty span: the same, and no host flagged.
+        let part = measured_part(&samples, &clock, &[(at(1.0), at(1.0))], &TEST_HOSTS);
+        assert_eq!(part.samples, samples);
+        assert!(part.flags.is_empty(), "{:?}", part.flags);
         // Spans nowhere near the hosts' samples: as they are, and said for each host.
         let part = measured_part(&samples, &clock, &[(at(100.0), at(102.0))], &TEST_HOSTS);
         assert_eq!(part.samples, samples);

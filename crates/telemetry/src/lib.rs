@@ -21,6 +21,6 @@ pub use power::{
     PowerSources,
 };
 pub use sampler::{
-    cut_spans, measure_idle, merge_spans, reaches, summarize, summarize_with_notes, whole_window,
-    within, within_spans, Cut, Sampler, SamplerConfig, MIN_INTERVAL,
+    choose_whole, cut_spans, measure_idle, merge_spans, origin, summarize, summarize_with_notes,
+    within, within_spans, Cut, HostSpans, Sampler, SamplerConfig, MIN_INTERVAL,
 };

@@ -737,11 +737,12 @@ fn edge_slack(interval_s: f64) -> f64 {
     MIN_INTERVAL.as_secs_f64().max(0.02 * interval_s)
 }
 
-/// What [`within_spans`] keeps.
+/// What [`within_spans`] and [`cut_spans`] keep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cut {
     pub samples: Vec<TelemetrySample>,
-    /// Every span held a sample wholly inside it, and only such samples were kept.
+    /// Every span was taken by the samples wholly inside it, and only such samples were
+    /// kept.
     pub whole: bool,
 }
 
@@ -767,11 +768,7 @@ pub struct Cut {
 /// the first whole sample's reading, from the setup before the test).
 pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
     let merged = merge_spans(spans);
-    let whole: Vec<bool> = merged
-        .iter()
-        .map(|span| whole_window(samples, *span).is_some())
-        .collect();
-    cut_spans(samples, &merged, &whole)
+    cut_spans(samples, &merged, &choose_whole(&[(samples, &merged)]))
 }
 
 /// `spans` in order, those that overlap or touch made one, empty ones left out.
@@ -788,67 +785,106 @@ pub fn merge_spans(spans: &[(f64, f64)]) -> Vec<(f64, f64)> {
     merged
 }
 
-/// How far into one host's sample clock (seconds after its first sample began) sample
-/// `s` of `samples` ends, and how much of `span` it covers.
-fn placed(samples: &[TelemetrySample], s: &TelemetrySample, (a, b): (f64, f64)) -> (f64, f64) {
+/// Where one host's sample clock starts: its first sample's beginning. Spans and sample
+/// ends are placed as seconds after it.
+pub fn origin(samples: &[TelemetrySample]) -> f64 {
     // Each sample ends at t_s and covers the interval_s before it.
-    let origin = samples.first().map_or(0.0, |f| f.t_s - f.interval_s);
-    let end = s.t_s - origin;
-    (end, end.min(b) - (end - s.interval_s).max(a))
+    samples.first().map_or(0.0, |f| f.t_s - f.interval_s)
 }
 
-/// Whether any of one host's `samples` lies in `span`, in part or whole.
-pub fn reaches(samples: &[TelemetrySample], span: (f64, f64)) -> bool {
-    samples.iter().any(|s| placed(samples, s, span).1 > 0.0)
+/// How far after `origin` sample `s` ends, and how much of `span` it covers.
+fn end_and_inside(origin: f64, s: &TelemetrySample, (a, b): (f64, f64)) -> (f64, f64) {
+    let end = s.t_s - origin;
+    (end, end.min(b) - (end - s.interval_s).max(a))
 }
 
 /// The samples of `samples` wholly inside `span` (to [`edge_slack`], and at least half
 /// inside).
 fn whole_in(samples: &[TelemetrySample], span: (f64, f64)) -> Vec<&TelemetrySample> {
+    let origin = origin(samples);
     samples
         .iter()
         .filter(|s| {
-            let (_, inside) = placed(samples, s, span);
+            let (_, inside) = end_and_inside(origin, s, span);
             inside >= s.interval_s / 2.0 && s.interval_s - inside <= edge_slack(s.interval_s)
         })
         .collect()
 }
 
-/// The time of `span` (one of [`merge_spans`]) that the samples wholly inside it cover,
-/// from the first one's start to the last one's end, clipped to the span; None where they
-/// cover less than half of it, and [`within_spans`] takes the parts of the samples
-/// instead. Several hosts' windows of one span, each from its own sampling phase, may
-/// cover different seconds of it.
-pub fn whole_window(samples: &[TelemetrySample], span: (f64, f64)) -> Option<(f64, f64)> {
+/// The time of `span` that the samples wholly inside it cover, from the first one's
+/// start to the last one's end, clipped to the span, as seconds from the span's start;
+/// None where they cover less than half of it.
+fn whole_window(samples: &[TelemetrySample], span: (f64, f64)) -> Option<(f64, f64)> {
     let whole = whole_in(samples, span);
     let covered: f64 = whole.iter().map(|s| s.interval_s).sum();
     if whole.is_empty() || covered < (span.1 - span.0) / 2.0 {
         return None;
     }
+    let origin = origin(samples);
     let (mut from, mut to) = (f64::MAX, f64::MIN);
     for s in whole {
-        let (end, _) = placed(samples, s, span);
+        let (end, _) = end_and_inside(origin, s, span);
         from = from.min(end - s.interval_s);
         to = to.max(end);
     }
-    Some((from.max(span.0), to.min(span.1)))
+    Some((from.max(span.0) - span.0, to.min(span.1) - span.0))
+}
+
+/// One host's samples and the merged spans ([`merge_spans`]) on its sample clock.
+pub type HostSpans<'a> = (&'a [TelemetrySample], &'a [(f64, f64)]);
+
+/// For each span (the same spans on every host's clock, in the same order), whether
+/// `hosts` take their samples wholly inside it ([`cut_spans`]) or each sample's part:
+/// whole where each one's whole samples cover half of the span or more and, for several
+/// hosts, the time they all cover together does too, so that each one's figures cover
+/// the same part of the test (each host's windows from its own sampling phase, they
+/// could cover different halves of a short one). A host whose samples miss a span (a
+/// clock stepped) has no say in it.
+pub fn choose_whole(hosts: &[HostSpans]) -> Vec<bool> {
+    let Some((_, first)) = hosts.first() else {
+        return Vec::new();
+    };
+    (0..first.len())
+        .map(|i| {
+            let reaching = hosts.iter().filter(|(samples, spans)| {
+                let origin = origin(samples);
+                samples
+                    .iter()
+                    .any(|s| end_and_inside(origin, s, spans[i]).1 > 0.0)
+            });
+            let windows: Option<Vec<(f64, f64)>> = reaching
+                .map(|(samples, spans)| whole_window(samples, spans[i]))
+                .collect();
+            let len = first[i].1 - first[i].0;
+            windows.is_some_and(|w| {
+                let from = w.iter().map(|x| x.0).fold(f64::MIN, f64::max);
+                let to = w.iter().map(|x| x.1).fold(f64::MAX, f64::min);
+                match w.len() {
+                    0 => false,
+                    // Its whole samples cover half of the span (clipped to the span, its
+                    // window could be up to two slacks shorter).
+                    1 => true,
+                    _ => to - from >= len / 2.0,
+                }
+            })
+        })
+        .collect()
 }
 
 /// [`within_spans`] with the choice made for each of `merged` (from [`merge_spans`]):
 /// where `whole[i]`, the samples wholly inside span i as they are; elsewhere each
-/// sample's part inside it. The runner makes the choice for every host of a test alike,
-/// so that their figures cover the same part of the test, to within an interval at each
-/// end.
+/// sample's part inside it. The runner makes the choice for every host of a test alike
+/// ([`choose_whole`]).
 pub fn cut_spans(samples: &[TelemetrySample], merged: &[(f64, f64)], whole: &[bool]) -> Cut {
     let mut cut = Cut {
         samples: Vec::new(),
         whole: true,
     };
     debug_assert_eq!(merged.len(), whole.len(), "one choice per span");
-    let Some(first) = samples.first() else {
+    if samples.is_empty() {
         return cut;
-    };
-    let origin = first.t_s - first.interval_s;
+    }
+    let origin = origin(samples);
     // When an instantaneous reading was taken, on the spans' clock.
     let taken =
         |s: &TelemetrySample, p: &model::PowerReading| s.t_s - origin - p.late_s.unwrap_or(0.0);
@@ -882,7 +918,7 @@ pub fn cut_spans(samples: &[TelemetrySample], merged: &[(f64, f64)], whole: &[bo
         }
         cut.whole = false;
         for s in samples {
-            let (_, inside) = placed(samples, s, span);
+            let (_, inside) = end_and_inside(origin, s, span);
             if inside > 0.0 {
                 let mut part = TelemetrySample {
                     interval_s: inside,
