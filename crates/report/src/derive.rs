@@ -627,9 +627,6 @@ pub fn cpu_used_absent(
     labels: &[String],
     rows: &[(String, usize, String, Efficiency)],
 ) -> Vec<(String, String)> {
-    let mut tests: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    tests.sort_unstable();
-    tests.dedup();
     absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used)))
         .into_iter()
         .map(|(who, why)| {
@@ -641,10 +638,13 @@ pub fn cpu_used_absent(
                 .collect();
             at.sort_by_key(|(run, _)| *run);
             at.dedup();
-            let mut at_tests: Vec<&str> = at.iter().map(|(_, t)| *t).collect();
-            at_tests.sort_unstable();
-            at_tests.dedup();
-            if at_tests.len() == tests.len() {
+            // Absent for this reason at every test its runs ran: said by run alone.
+            let everywhere = rows
+                .iter()
+                .filter(|r| at.iter().any(|(run, _)| *run == r.1))
+                .filter(|r| !matches!(&r.3.cpu_used, Err(w) if w == NOT_RUN))
+                .all(|r| matches!(&r.3.cpu_used, Err(w) if *w == why));
+            if everywhere {
                 return (who, why);
             }
             let mut per_run: Vec<String> = Vec::new();
@@ -3477,6 +3477,28 @@ mod tests {
             vec![(
                 "on every run".to_string(),
                 "the kernel counted too little on rbh2".to_string()
+            )]
+        );
+        // At every test of run0 alone: for run0. At one test of each run, each having
+        // the other's figure: by test, not "on every run".
+        let why = || Err("no telemetry".to_string());
+        let (t1, t2) = ("net tcp a", "net udp60 a");
+        let run0 = [row(t1, 0, why()), row(t2, 0, why()), row(t1, 1, ok())];
+        assert_eq!(
+            cpu_used_absent(&l, &run0),
+            vec![("for run0".to_string(), "no telemetry".to_string())]
+        );
+        let crossed = [
+            row(t1, 0, why()),
+            row(t2, 0, ok()),
+            row(t1, 1, ok()),
+            row(t2, 1, why()),
+        ];
+        assert_eq!(
+            cpu_used_absent(&l, &crossed),
+            vec![(
+                "for run0 at net tcp a; run1 at net udp60 a".to_string(),
+                "no telemetry".to_string()
             )]
         );
     }
