@@ -647,14 +647,13 @@ pub fn cpu_used_absent(
             if everywhere {
                 return (who, why);
             }
-            let mut per_run: Vec<String> = Vec::new();
-            for (i, (run, _)) in at.iter().enumerate() {
-                if i > 0 && at[i - 1].0 == *run {
-                    continue;
-                }
-                let of_run: Vec<&str> = at.iter().filter(|a| a.0 == *run).map(|a| a.1).collect();
-                per_run.push(format!("{} at {}", labels[*run], of_run.join(", ")));
-            }
+            let per_run: Vec<String> = at
+                .chunk_by(|a, b| a.0 == b.0)
+                .map(|of_run| {
+                    let tests: Vec<&str> = of_run.iter().map(|a| a.1).collect();
+                    format!("{} at {}", labels[of_run[0].0], tests.join(", "))
+                })
+                .collect();
             (format!("for {}", per_run.join("; ")), why)
         })
         .collect()
