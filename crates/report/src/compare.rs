@@ -968,8 +968,9 @@ struct Figure {
     /// For a ratio of a point's means, each run's numerator and denominator: perf/W's
     /// throughput and watts ([`crate::derive::Point::per_watt_terms`]), CPU per unit's CPU
     /// and throughput ([`cpu_of`]); the side's figure is their means' ratio
-    /// ([`side_sample`]).
-    terms: BTreeMap<usize, (f64, f64)>,
+    /// ([`side_sample`]); a levels test's per-watt figures, each repetition's
+    /// ([`figures_of`]).
+    terms: BTreeMap<usize, Vec<(f64, f64)>>,
     /// For the headline, the runs whose figure is only a lower bound, with why
     /// ([`model::ResultRecord::headline_lower_bound`]).
     bounds: BTreeMap<usize, String>,
@@ -988,11 +989,22 @@ impl Figure {
 /// a variant are over its repetitions, never the mean of each run's ratio, so that perf/W
 /// is the side's throughput row over its power row (where every repetition had power:
 /// perf/W's throughput is that of the repetitions whose power was read).
+/// Where some value has no terms (a levels figure stored by another rule), the runs'
+/// mean.
 fn side_sample(f: &Figure) -> Option<Sample> {
-    if f.terms.is_empty() {
+    let every_value_has_terms = f
+        .per_run
+        .iter()
+        .all(|(i, vs)| f.terms.get(i).is_some_and(|t| t.len() == vs.len()));
+    if f.terms.is_empty() || !every_value_has_terms {
         Sample::of(&run_means(&f.runs()))
     } else {
-        Sample::ratio_of_means(&f.terms.values().copied().collect::<Vec<_>>())
+        let runs: Vec<(f64, f64)> = f
+            .terms
+            .values()
+            .filter_map(|reps| crate::stats::means_of_pairs(reps.iter().copied()))
+            .collect();
+        Sample::ratio_of_means(&runs)
     }
 }
 
@@ -1159,10 +1171,12 @@ fn cpu_per_basis(m: &str) -> Option<(&'static str, &'static str, &str)> {
 /// missing).
 type FigureOf = (String, String, bool, Result<f64, String>);
 
-/// The figures of one repetition: its headline and companions. Its latency percentiles
-/// and shares over thresholds are not among them: they are the run's ([`latency_of`]);
-/// nor what it cost, the point's ([`power_of`], [`cpu_of`]).
-fn figures_of(r: &model::ResultRecord) -> Vec<FigureOf> {
+/// The figures of one repetition: its headline and companions, each per-watt one with
+/// the throughput and watts it divides (a levels test's: a side's figure is their means'
+/// ratio, as the load test's perf/W is, not the mean of each run's ratio). Its latency
+/// percentiles and shares over thresholds are not among them: they are the run's
+/// ([`latency_of`]); nor what it cost, the point's ([`power_of`], [`cpu_of`]).
+fn figures_of(r: &model::ResultRecord) -> Vec<(FigureOf, Option<(f64, f64)>)> {
     let mut out = Vec::new();
     let Some(head) = r.headline_value() else {
         return out;
@@ -1171,25 +1185,34 @@ fn figures_of(r: &model::ResultRecord) -> Vec<FigureOf> {
         .metric(&r.headline, &[])
         .map(|m| crate::derive::display_unit(&r.headline, &m.unit))
         .unwrap_or_default();
+    let head_terms = (r.headline == LEVELS_PER_W)
+        .then(|| levels_sums(r))
+        .flatten();
     out.push((
-        r.headline.clone(),
-        unit.clone(),
-        crate::derive::higher_is_better(&r.headline, &unit),
-        Ok(head),
+        (
+            r.headline.clone(),
+            unit.clone(),
+            crate::derive::higher_is_better(&r.headline, &unit),
+            Ok(head),
+        ),
+        head_terms,
     ));
     // The figure read beside the headline (HammerDB's users read NOPM and TPM together).
     for &(other, higher) in companions(&r.headline) {
         if let Some(m) = r.metric(other, &[]) {
             match SHOWN_AS.iter().find(|s| s.0 == other) {
                 Some(&(_, name, unit, factor)) => out.push((
-                    name.to_string(),
-                    unit.to_string(),
-                    higher,
-                    Ok(m.value * factor),
+                    (
+                        name.to_string(),
+                        unit.to_string(),
+                        higher,
+                        Ok(m.value * factor),
+                    ),
+                    None,
                 )),
                 None => {
                     let unit = crate::derive::display_unit(other, &m.unit);
-                    out.push((other.to_string(), unit, higher, Ok(m.value)));
+                    out.push(((other.to_string(), unit, higher, Ok(m.value)), None));
                 }
             }
         }
@@ -1280,7 +1303,7 @@ const CPU_US: &str = "CPU us";
 /// demanded). A search's probes are at rates of its own, and its answer is its headline.
 /// Two capacity runs compared on their headlines alone hid the curves a planner compares
 /// (acceptance pass E, 9).
-fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
+fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<(FigureOf, Option<(f64, f64)>)> {
     let rate_unit = r
         .metrics
         .iter()
@@ -1315,7 +1338,10 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
         };
         let mut add = |what: String, unit: &str, hib: bool, v: Option<f64>| {
             if let Some(v) = v {
-                out.push((format!("{prefix} {what}"), unit.to_string(), hib, Ok(v)));
+                out.push((
+                    (format!("{prefix} {what}"), unit.to_string(), hib, Ok(v)),
+                    None,
+                ));
             }
         };
         // A ramp step's rate as its verdict was judged and its table shows it (over the
@@ -1329,15 +1355,46 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
         add("p99".into(), "ns", false, get("latency_p99_ns"));
         if phase == "levels" {
             add(POWER.into(), "W", false, get(POWER));
-            add(
-                format!("{rate_unit} per W"),
-                &format!("{rate_unit}/W"),
-                true,
-                get("reply_rate_per_w"),
-            );
+            if let (Some(v), Some(rate), Some(w)) =
+                (get("reply_rate_per_w"), get("reply_rate_per_s"), get(POWER))
+            {
+                let unit = format!("{rate_unit}/W");
+                let name = format!("{prefix} {rate_unit} per W");
+                out.push(((name, unit, true, Ok(v)), Some((rate, w))));
+            }
         }
     }
     out
+}
+
+/// A levels test's loaded levels' replies per second summed, and every level's power
+/// summed with active idle's: what SPECpower's overall figure ([`LEVELS_PER_W`]) divides
+/// (the engine's `overall_per_w`). None where a level has no power.
+fn levels_sums(r: &model::ResultRecord) -> Option<(f64, f64)> {
+    let levels = r
+        .metrics
+        .iter()
+        .filter(|m| m.labels.get("phase").map(String::as_str) == Some("levels"));
+    let (mut ops, mut watts) = (0.0, 0.0);
+    let mut at: BTreeMap<&str, (Option<f64>, Option<f64>)> = BTreeMap::new();
+    for m in levels {
+        let Some(level) = m.labels.get("level") else {
+            continue;
+        };
+        let e = at.entry(level.as_str()).or_default();
+        match m.name.as_str() {
+            "reply_rate_per_s" => e.0 = Some(m.value),
+            POWER => e.1 = Some(m.value),
+            _ => {}
+        }
+    }
+    for (level, (rate, w)) in at {
+        watts += w?;
+        if level != "active_idle" {
+            ops += rate?;
+        }
+    }
+    (watts > 0.0).then_some((ops, watts))
 }
 
 /// Whether `figure` is a levels test's, over its levels' power (its headline, or one
@@ -1598,15 +1655,21 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             let per_rep = valid.iter().flat_map(|r| {
                 let basis = levels_basis(r);
                 let some_only = some_only.clone();
-                figures_of(r).into_iter().map(move |f| {
+                figures_of(r).into_iter().map(move |(f, terms)| {
                     if let (Some(why), true) = (&some_only, f.0 == r.headline) {
                         return ((f.0, f.1, f.2, Err(why.clone())), None, None);
                     }
+                    // Terms only where they give the figure stored (one stored before
+                    // its rule changed keeps its runs' mean).
+                    let gives = |(n, d): &(f64, f64)| {
+                        matches!(&f.3, Ok(v) if (n / d - v).abs() <= 1e-9 * v.abs())
+                    };
+                    let terms = terms.filter(gives).map(|t| (None, Some(t)));
                     match (&basis, over_levels_power(&f.0)) {
-                        (Ok(b), true) => (f, *b, None),
+                        (Ok(b), true) => (f, *b, terms),
                         // Over unlike power: no figure to set against another.
                         (Err(why), true) => ((f.0, f.1, f.2, Err(why.clone())), None, None),
-                        (_, false) => (f, None, None),
+                        (_, false) => (f, None, terms),
                     }
                 })
             });
@@ -1659,7 +1722,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                                 f.sources.insert(i, source);
                             }
                             if let Some(t) = terms {
-                                f.terms.insert(i, t);
+                                f.terms.entry(i).or_default().push(t);
                             }
                         }
                     }

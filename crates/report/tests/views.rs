@@ -995,6 +995,79 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
     assert!(of("kv set").contains(&"latency_p99_ns"));
 }
 
+/// A side of several levels runs: each level's perf/W is its runs' mean reply rate over
+/// their mean power, as a load test's perf/W is, and the overall figure their sums'
+/// ratio, SPECpower's, never the mean of each run's ratio (a side of 12,500 req/s at
+/// 109.6 W and 9,375 at 180.1 W read 83.1 per W, the mean of 114.1 and 52.1, beside its
+/// rows of 10,937 req/s and 145 W).
+#[test]
+fn compare_sets_a_side_of_levels_runs_per_watt_as_its_means_ratio() {
+    let at_100 = |id: &str, w: f64| {
+        let mut r = capacity_with_steps(id, 1.0);
+        let levels = &mut r.results[2];
+        for m in &mut levels.metrics {
+            if m.labels.get("level").map(String::as_str) == Some("100%") {
+                match m.name.as_str() {
+                    "power_w" => m.value = w,
+                    "reply_rate_per_w" => m.value = 44000.0 * 0.99 / w,
+                    _ => {}
+                }
+            }
+        }
+        let overall = levels
+            .metrics
+            .iter_mut()
+            .find(|m| m.name == "overall_reply_rate_per_w")
+            .unwrap();
+        overall.value = (44000.0 + 22000.0) * 0.99 / (w + 110.0);
+        r
+    };
+    let c = report::compare(
+        &[at_100("a1", 100.0), at_100("a2", 300.0)],
+        &[at_100("b1", 150.0)],
+    );
+    let a_of = |metric: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.point == "kv levels" && r.metric == metric)
+            .unwrap_or_else(|| panic!("{metric}: {:?}", c.rows))
+            .a
+            .clone()
+            .unwrap()
+            .mean
+    };
+    let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    close(a_of("level 100%: power_w (component only)"), 200.0);
+    // 43,560 req/s over 200 W, not (435.6 + 145.2) / 2 = 290.4.
+    close(
+        a_of("level 100%: req/s per W (component only)"),
+        43560.0 / 200.0,
+    );
+    // 65,340 req/s over 310 W, not (311.1 + 159.4) / 2 = 235.3.
+    close(
+        a_of("overall_reply_rate_per_w (component only)"),
+        65340.0 / 310.0,
+    );
+    // A figure its levels do not give (stored by another rule) keeps its runs' mean.
+    let mut odd = at_100("a3", 100.0);
+    let overall = odd.results[2]
+        .metrics
+        .iter_mut()
+        .find(|m| m.name == "overall_reply_rate_per_w")
+        .unwrap();
+    overall.value = 400.0;
+    let c = report::compare(&[odd, at_100("a4", 300.0)], &[at_100("b1", 150.0)]);
+    let overall = c
+        .rows
+        .iter()
+        .find(|r| r.point == "kv levels" && r.metric.starts_with("overall_reply_rate_per_w"))
+        .unwrap();
+    close(
+        overall.a.clone().unwrap().mean,
+        (400.0 + 65340.0 / 410.0) / 2.0,
+    );
+}
+
 /// A ramp's steps with these demanded rates (the reply rate 99% of each), a levels test's
 /// with these levels, in place of `r`'s.
 fn with_curve(mut r: RunRecord, ramp: &[f64], levels: &[&str]) -> RunRecord {
