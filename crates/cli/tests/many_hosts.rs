@@ -1783,6 +1783,22 @@ fn http_and_oltp_with_the_server_on_one_host_and_clients_on_two_others() {
                 "{engine}: {host} ran users: {r}"
             );
         }
+        // Over the network: the system under test's NIC took in tens of bytes a
+        // transaction or more (generators sharing its file system took PostgreSQL's
+        // socket, and its NIC read under 1 B a transaction).
+        let txn_per_s = metric(r, "tpm", &[]).unwrap_or_else(|| panic!("{r}")) / 60.0;
+        let rx = r["telemetry_summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["host"] == "rbh1")
+            .and_then(|s| s["nics"].as_array()?.iter().find(|n| n["name"] == "eth0"))
+            .and_then(|n| n["rx_bytes_per_s"].as_f64())
+            .unwrap_or_else(|| panic!("{engine}: rbh1's eth0: {r}"));
+        assert!(
+            rx > 50.0 * txn_per_s,
+            "{engine}: {rx} B/s in for {txn_per_s} transactions/s"
+        );
         assert_nothing_left(&h, 20);
     }
 }

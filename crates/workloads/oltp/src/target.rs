@@ -212,20 +212,23 @@ impl Target {
     }
 
     /// One connection string per database for load generators, never with a password.
-    /// A launched server's name its socket first and then `bind_ip`: a generator on
-    /// this host connects over the socket as a single-host run always did, one
-    /// elsewhere finds no such socket and connects over the network.
+    /// A launched server of a single-host run (on loopback) is reached over its socket,
+    /// as a single-host run always was; one on a network address (the system under test
+    /// of a many-host run) over TCP to that address only: generators whose host shares
+    /// its file system (network namespaces, containers over one /tmp) took the socket,
+    /// and a run read as TPC-C over the network with its NICs idle.
     pub fn endpoints(&self, bind_ip: &str) -> Vec<String> {
         self.dbs
             .iter()
             .map(|db| match &self.server {
                 Some(Launched::Pg(s)) => {
                     let mut c = postgres::Config::new();
-                    c.host_path(&s.socket_dir)
-                        .host(bind_ip)
-                        .port(s.port)
-                        .user(server::SUPERUSER)
-                        .dbname(db);
+                    if is_loopback(bind_ip) {
+                        c.host_path(&s.socket_dir);
+                    } else {
+                        c.host(bind_ip);
+                    }
+                    c.port(s.port).user(server::SUPERUSER).dbname(db);
                     server::dsn_without_password(&c)
                 }
                 // Off loopback, TCP to the address (a generator elsewhere has no socket).
