@@ -3547,6 +3547,32 @@ fn a_test_of_sequential_phases_has_no_cpu_or_power_per_unit() {
         .map(|r| r.metric.as_str())
         .collect();
     assert_eq!(cpu, ["work_cpu_us_per_op"], "{rows:?}");
+    // A key's signs, then its verifies: the whole test's CPU over the signs' rate read
+    // 436 µs a sign where the signs took 353.
+    let mut rsa = run.clone();
+    rsa.results[0].metrics.retain(|m| m.labels.is_empty());
+    rsa.results[0].headline = "signs_per_s".into();
+    rsa.results[0].metrics.extend([
+        model::Metric::new("signs_per_s", 2800.0, "ops/s"),
+        model::Metric::new("verifies_per_s", 45000.0, "ops/s"),
+    ]);
+    let (cpu, pw) = per_unit(&rsa);
+    let why = cpu.unwrap_err();
+    assert!(why.contains("(signs, then verifies)"), "{why}");
+    assert_eq!(pw.unwrap_err(), why);
+    let rows = report::compare(std::slice::from_ref(&rsa), std::slice::from_ref(&rsa)).rows;
+    let sign = rows
+        .iter()
+        .find(|r| r.metric == "work_cpu_us_per_sign")
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!((sign.a.as_ref(), sign.b.as_ref()), (None, None), "{sign:?}");
+    assert!(sign.verdict.contains(&why), "{}", sign.verdict);
+    // Signs alone (the verifies not reached): one phase, a figure per sign.
+    rsa.results[0]
+        .metrics
+        .retain(|m| m.name != "verifies_per_s");
+    let (cpu, _) = per_unit(&rsa);
+    assert!(cpu.is_ok(), "{cpu:?}");
 }
 
 /// Runs whose watts come from different declared power models (or a model against a
