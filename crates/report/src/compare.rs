@@ -1137,15 +1137,23 @@ const CPU_PER_BASES: [(&str, &str); 3] = [
     (CPU_PER, "every CPU of the SUT host"),
 ];
 
-/// The name of the CPU-per-unit figure of a headline in `unit` (a rate, `X/s`): per what
-/// the rate counts, so a net test's is per Gbit and crypto's per sign, never "per op" of
-/// a figure that counts no operations (`cpu_us_per_op`, `server_cpu_us_per_Gbit`,
-/// `cpu_us_per_sign`, `cpu_us_per_MB`).
+/// A rate's unit as what it counts and its seconds (`ops/s`: `ops`, 1; TPC-C's
+/// `new orders/min`: `new orders`, 60); None for a unit that is no rate.
+fn rate_of(unit: &str) -> Option<(&str, f64)> {
+    [("/s", 1.0), ("/min", 60.0)]
+        .iter()
+        .find_map(|(per, secs)| Some((unit.strip_suffix(per)?, *secs)))
+}
+
+/// The name of the CPU-per-unit figure of a headline in `unit` (a rate, [`rate_of`]): per
+/// what the rate counts, so a net test's is per Gbit and crypto's per sign, never "per
+/// op" of a figure that counts no operations (`cpu_us_per_op`, `server_cpu_us_per_Gbit`,
+/// `cpu_us_per_sign`, `cpu_us_per_MB`, `server_cpu_us_per_new_order`).
 fn cpu_per(basis: &CpuBasis, unit: &str) -> String {
-    let what = unit.strip_suffix("/s").unwrap_or(unit);
-    // A plural count reads singular (`ops`, `signs`, `verifies`, `replies`); units
-    // (`Gbit`, `MB`) are no plurals.
-    let lower = what.len() > 2 && what.chars().all(|c| c.is_ascii_lowercase());
+    let what = rate_of(unit).map_or(unit, |(what, _)| what);
+    // A plural count reads singular (`ops`, `signs`, `verifies`, `replies`, `new
+    // orders`); units (`Gbit`, `MB`) are no plurals.
+    let lower = what.len() > 2 && what.chars().all(|c| c.is_ascii_lowercase() || c == ' ');
     let one = match (what.strip_suffix("ies"), what.strip_suffix('s')) {
         (Some(stem), _) if lower => format!("{stem}y"),
         (None, Some(stem)) if lower => stem.to_string(),
@@ -1156,7 +1164,7 @@ fn cpu_per(basis: &CpuBasis, unit: &str) -> String {
         CpuBasis::ServerProcesses(_) => SERVER_CPU_PER,
         CpuBasis::WorkProcess => WORK_CPU_PER,
     };
-    format!("{prefix}{one}")
+    format!("{prefix}{}", one.replace(' ', "_"))
 }
 
 /// Whether `m` is a CPU-per-unit figure: its basis's prefix and whose CPU it counts, and
@@ -1240,7 +1248,8 @@ fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
         return None;
     }
     let unit = p.headline_unit();
-    if !unit.ends_with("/s") || p.headline()?.mean <= 0.0 {
+    let (_, secs) = rate_of(&unit)?;
+    if p.headline()?.mean <= 0.0 {
         return None;
     }
     // A test of phases one after another (mem's 1 and all threads, crypto's buffer
@@ -1254,7 +1263,7 @@ fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
     Some(match cpu {
         // The CPU and throughput of the same repetitions, as the report's.
         Ok((c, Some((pct, perf)))) if perf > 0.0 => {
-            let us = pct / 100.0 * 1e6;
+            let (us, perf) = (pct / 100.0 * 1e6, perf / secs);
             (
                 (
                     cpu_per(&c.basis, &unit),
@@ -2891,6 +2900,14 @@ mod tests {
         assert_eq!(cpu_per(&CpuBasis::Host, "replies/s"), "cpu_us_per_reply");
         assert_eq!(cpu_per(&CpuBasis::Host, "GB/s"), "cpu_us_per_GB");
         assert_eq!(cpu_per(&CpuBasis::Host, "txn/s"), "cpu_us_per_txn");
+        assert_eq!(
+            cpu_per(&server, "new orders/min"),
+            "server_cpu_us_per_new_order"
+        );
+        assert_eq!(
+            cpu_per(&server, "transactions/min"),
+            "server_cpu_us_per_transaction"
+        );
         assert_eq!(
             cpu_per(&CpuBasis::WorkProcess, "signs/s"),
             "work_cpu_us_per_sign"

@@ -1864,6 +1864,31 @@ fn compare_takes_one_latency_kind_and_the_companion_throughput() {
     let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
     assert!(c.rows.iter().any(|r| r.metric == "nopm"));
     assert!(c.rows.iter().any(|r| r.metric == "tpm"), "{:?}", c.rows);
+    // Its CPU per new order, as the report's %CPU per 1k new orders/min (compare had no
+    // row and said nothing: a rate per minute was taken for no rate). Its host ran no
+    // load generator: the whole host's CPU.
+    let mut run = run.clone();
+    run.hosts[0].role = "sut".into();
+    let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    let pcts: Vec<f64> = report::derive::points(0, &run)
+        .iter()
+        .filter_map(|p| p.cpu_terms().ok().map(|(c, _)| c.pct))
+        .collect();
+    let per_order: Vec<f64> = c
+        .rows
+        .iter()
+        .filter(|r| r.metric == "cpu_us_per_new_order")
+        .map(|r| r.a.as_ref().unwrap_or_else(|| panic!("{r:?}")).mean)
+        .collect();
+    assert!(!per_order.is_empty(), "{:?}", c.rows);
+    for us in per_order {
+        // pct% of a CPU is pct * 10,000 µs a second, over 1,000 / 60 new orders a second.
+        assert!(
+            pcts.iter()
+                .any(|pct| (us - pct * 1e4 / (1000.0 / 60.0)).abs() < 1e-6 * us),
+            "{us} µs a new order from {pcts:?}"
+        );
+    }
 
     // UDP: packets/s, loss and jitter beside Gbit/s, loss and jitter better lower; a
     // TCP test has none (acceptance pass J, 11).
