@@ -893,6 +893,67 @@ fn rsa_signs(db: &Path, threads: &str) -> serde_json::Value {
     run
 }
 
+/// Runs that differ only in knobs a test does not read meet at its point: an rsa2048
+/// test of a run that also hashed (its buffer sizes given) and one of a run of rsa2048
+/// alone are two runs of one point (they were two points, `buffer_sizes` apart, and a
+/// side's mean dropped one run without a word).
+#[test]
+fn compare_meets_tests_at_knobs_they_do_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let alone = rsa_signs(&db, "1");
+    let (code, with_sha, err) = common::run_json(
+        &db,
+        &[
+            "crypto",
+            "--tests",
+            "rsa2048,sha256",
+            "--buffer-sizes",
+            "16",
+            "--threads",
+            "1",
+            "--duration",
+            "0.1",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let rsa = with_sha["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["test"] == "rsa2048")
+        .unwrap();
+    assert!(
+        rsa["params"].get("buffer_sizes").is_none()
+            && rsa["settings"].get("buffer_sizes").is_none(),
+        "{rsa}"
+    );
+    let sha = with_sha["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["test"] == "sha256")
+        .unwrap();
+    assert!(sha["params"].get("buffer_sizes").is_some(), "{sha}");
+    let id = |r: &serde_json::Value| r["id"].as_str().unwrap().to_string();
+    let a = format!("{},{}", id(&alone), id(&with_sha));
+    let out = ok(&rackbench(
+        &db,
+        &["compare", "--a", &a, "--b", &id(&alone), "--json"],
+    ));
+    let c: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let signs: Vec<&serde_json::Value> = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["metric"] == "signs_per_s")
+        .collect();
+    assert_eq!(signs.len(), 1, "{out}");
+    assert_eq!(signs[0]["point"], "crypto rsa2048", "{out}");
+    assert_eq!(signs[0]["a"]["n"], 2, "{out}");
+}
+
 /// A TCO of two platforms whose runs were each fixed at another setting (RSA signs with
 /// 1 thread on one, 2 on the other) names their tests alike and compares them: it says
 /// which setting each ran at, as a report's columns would.

@@ -1683,6 +1683,11 @@ fn run_as(
                     if let Some(v) = variant {
                         params.insert("variant".into(), Value::String(v.name.clone()));
                     }
+                    let mut settings = test_settings(&point_settings, &test);
+                    for k in w.unread_by(&test) {
+                        params.remove(k);
+                        settings.remove(k);
+                    }
                     // What this test's result is, whatever it measures: its partial
                     // outputs and its outcome fill the rest.
                     let template = ResultRecord {
@@ -1691,7 +1696,7 @@ fn run_as(
                         step,
                         repetition: rep,
                         params,
-                        settings: test_settings(&point_settings, &test),
+                        settings,
                         headline: String::new(),
                         started_at,
                         duration_s: 0.0,

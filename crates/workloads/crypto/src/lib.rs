@@ -265,6 +265,13 @@ impl Workload for CryptoWorkload {
         s
     }
 
+    fn unread_by(&self, test: &str) -> Vec<&'static str> {
+        match Op::parse(test) {
+            Ok(Op::Rsa(_) | Op::EcdsaP256) => vec!["bits", "buffer_sizes"],
+            _ => vec!["bits"],
+        }
+    }
+
     fn name(&self) -> &'static str {
         "crypto"
     }
