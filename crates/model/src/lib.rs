@@ -834,6 +834,29 @@ fn listed_in_fact<'a>(hosts: &'a [HostDisclosure], host: &str, key: &str) -> Vec
         .collect()
 }
 
+/// The run's declared `--power-model` (`100:200`: idle and busy watts), as its plan keeps
+/// it: what a modelled power figure is of, named wherever two of them could be taken for
+/// one source (`model system` both, at 60:160 and 50:200 W).
+pub fn declared_power_model(run: &RunRecord) -> Option<&str> {
+    run.plan.get("run")?.get("power_model")?.as_str()
+}
+
+/// Above this coefficient of variation (%) of a point's repetitions, its mean is no
+/// steady figure: `high_variation`, in a report, a `compare` and a TCO alike.
+pub const UNSTEADY_CV_PCT: f64 = 10.0;
+
+/// The coefficient of variation (%) of `values` (sample sd over the mean's magnitude),
+/// None below two values or at a mean of zero.
+pub fn cv_pct(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean != 0.0).then(|| 100.0 * var.sqrt() / mean.abs())
+}
+
 /// Why some repetitions' CPU and power over the whole test are no figures per unit of
 /// their headline: the test ran phases one after another at different rates (mem's
 /// `--bw-threads 1,all`, crypto's buffer sizes, a key's signs then its verifies), its CPU

@@ -503,7 +503,7 @@ fn power_source(run: &RunRecord, summaries: &[&model::TelemetrySummary]) -> Stri
             .and_then(|r| r.get(k))
             .filter(|v| !v.is_null())
     };
-    if let Some(m) = declared("power_model").and_then(|v| v.as_str()) {
+    if let Some(m) = model::declared_power_model(run) {
         return format!("model {m} W");
     }
     let mut sources: Vec<&str> = summaries
@@ -1454,9 +1454,14 @@ fn power_of(p: &crate::derive::Point) -> Option<RunPower> {
             ));
         }
     }
+    // A model's figure is of its declared watts: two models are two sources.
+    let source = match model::declared_power_model(p.run) {
+        Some(m) if power.basis == PowerBasis::Modelled => format!("{} ({m} W)", power.source),
+        _ => power.source,
+    };
     Some(RunPower {
         basis: power.basis,
-        source: power.source,
+        source,
         with_loadgen: power.shared_with_loadgen,
         figures,
     })

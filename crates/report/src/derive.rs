@@ -365,7 +365,7 @@ pub struct Point<'a> {
 
 /// Above this coefficient of variation (%) of a point's repetitions, it is flagged
 /// ([`Point::unsteady`]).
-pub const UNSTEADY_CV_PCT: f64 = 10.0;
+pub const UNSTEADY_CV_PCT: f64 = model::UNSTEADY_CV_PCT;
 
 /// The coefficient of variation (%) of a figure's repetitions where it is above
 /// [`UNSTEADY_CV_PCT`], None where they are steady (or too few to tell): the one rule of

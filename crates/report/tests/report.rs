@@ -3628,6 +3628,23 @@ fn compare_names_a_difference_of_power_provenance() {
         ("model 100:200 W", "model 100:300 W")
     );
     assert_eq!(d.category, "method");
+    // Two models on one side are two sources: no power or perf/W averaged over them
+    // (177 W and its perf/W were printed over runs at 60:160 and 50:200 W).
+    let mut a2 = model("100:300");
+    a2.id = "20261120T230009-cccccc".into();
+    let rows = report::compare(&[a.clone(), a2], std::slice::from_ref(&b)).rows;
+    let power = rows
+        .iter()
+        .find(|r| r.metric.starts_with("power_w"))
+        .unwrap_or_else(|| panic!("{rows:?}"));
+    assert!(power.a.is_none() && power.b.is_some(), "{power:?}");
+    assert!(
+        power.verdict.contains("different sources")
+            && power.verdict.contains("(100:200 W)")
+            && power.verdict.contains("(100:300 W)"),
+        "{}",
+        power.verdict
+    );
     // Found on the hosts, not declared: hardware, named but not held against the runs.
     let ipmi = kv_run(&Spec {
         power: Power::Ipmi(300.0),

@@ -532,6 +532,25 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
              {unit:?} if they are in it"
         );
     }
+    // A measured power set against a modelled one: every difference from power is the
+    // model's (`compare` calls such runs not comparable; a plan may still want the TCO).
+    let (modelled, measured): (Vec<&PlatformResult>, Vec<&PlatformResult>) =
+        platforms.iter().partition(|p| p.power_modelled);
+    if !modelled.is_empty() && !measured.is_empty() {
+        let names = |ps: &[&PlatformResult]| {
+            ps.iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        notes.push(format!(
+            "power is not like for like: {} MODELLED, {} measured or given; every difference \
+             derived from power (energy, infrastructure, the total, perf/$, perf/W, and the \
+             rack where power binds) sets a model against a measurement",
+            names(&modelled),
+            names(&measured)
+        ));
+    }
     let baseline = match &plan.baseline {
         Some(b) => plan
             .platforms

@@ -218,25 +218,42 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
 }
 
 /// The warnings `results` carry, each once with the tests that carry it:
-/// `low_hit_ratio (get)`, `other_load (set, get)`.
+/// `low_hit_ratio (get)`, `other_load (set, get)`; and `high_variation` where a point's
+/// repetitions vary as the report flags them ([`model::UNSTEADY_CV_PCT`]: a TCO of a run
+/// whose headline varied by cv 31% showed its figures as steady).
 fn warnings_of(results: &[&ResultRecord]) -> Vec<String> {
     let mut by_code: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |code: &str, test: &str| {
+        let i = match by_code.iter().position(|(c, _)| c == code) {
+            Some(i) => i,
+            None => {
+                by_code.push((code.to_string(), Vec::new()));
+                by_code.len() - 1
+            }
+        };
+        if !by_code[i].1.iter().any(|t| t == test) {
+            by_code[i].1.push(test.to_string());
+        }
+    };
+    let mut headlines: BTreeMap<String, (&str, Vec<f64>)> = BTreeMap::new();
     for r in results {
         for f in r
             .flags
             .iter()
             .filter(|f| f.severity == model::Severity::Warning)
         {
-            let i = match by_code.iter().position(|(c, _)| *c == f.code) {
-                Some(i) => i,
-                None => {
-                    by_code.push((f.code.clone(), Vec::new()));
-                    by_code.len() - 1
-                }
-            };
-            if !by_code[i].1.contains(&r.test) {
-                by_code[i].1.push(r.test.clone());
-            }
+            add(&f.code, &r.test);
+        }
+        if let Some(v) = r.headline_value() {
+            let point = headlines
+                .entry(point_key(r))
+                .or_insert((&r.test, Vec::new()));
+            point.1.push(v);
+        }
+    }
+    for (test, values) in headlines.values() {
+        if model::cv_pct(values).is_some_and(|cv| cv > model::UNSTEADY_CV_PCT) {
+            add("high_variation", test);
         }
     }
     by_code
@@ -353,9 +370,13 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     // The power source, zones and whether modelled, of the first point that had power,
     // and that point.
     let mut chosen: Option<((String, String, bool), String)> = None;
-    let named = |(source, zones, modelled): &(String, String, bool)| {
-        let m = if *modelled { "MODELLED " } else { "" };
-        format!("{m}{source} {zones}")
+    let named = |(source, zones, modelled): &(String, String, bool)| match (
+        modelled,
+        model::declared_power_model(run),
+    ) {
+        (true, Some(m)) => format!("MODELLED {source} {zones} ({m} W)"),
+        (true, None) => format!("MODELLED {source} {zones}"),
+        (false, _) => format!("{source} {zones}"),
     };
     // The host whose watts were taken (of the first point that had power).
     let mut chosen_host: Option<String> = None;
@@ -594,6 +615,65 @@ mod tests {
             )),
             "{notes:?}"
         );
+    }
+
+    /// A modelled power names its model: two platforms' `MODELLED model system` read as
+    /// one source at 60:160 and 50:200 W.
+    #[test]
+    fn a_modelled_power_names_its_model() {
+        let mut run = run(&[("local", "controller"), ("rbh1", "sut")]);
+        run.plan = json!({"run": {"power_model": "60:160"}});
+        let mut r = result(json!({"sut_host": "rbh1"}));
+        r.metrics = vec![model::Metric::new("throughput_gbps", 9.0, "Gbit/s")];
+        for s in &mut r.telemetry_summary {
+            s.power[0].source = "model".into();
+            s.power[0].modelled = true;
+        }
+        run.results = vec![r];
+        let plan = crate::Plan::from_toml(
+            "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
+             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\n\
+             bom = [{ name = \"S\", unit_cost = 1000 }]\n",
+        )
+        .unwrap();
+        let power = from_run(&run, &plan.platforms[0]).power_w.unwrap();
+        assert!(power.modelled, "{power:?}");
+        assert!(
+            power.source.contains("MODELLED model system (60:160 W)"),
+            "{}",
+            power.source
+        );
+    }
+
+    /// Repetitions of a point whose headline varies above the report's threshold reach
+    /// the TCO as `high_variation`, as the report flags them (cv 31% was shown as a
+    /// steady figure); steady ones do not.
+    #[test]
+    fn repetitions_that_vary_reach_the_tco_as_high_variation() {
+        let plan = crate::Plan::from_toml(
+            "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
+             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\n\
+             bom = [{ name = \"S\", unit_cost = 1000 }]\n",
+        )
+        .unwrap();
+        let of = |values: &[f64]| {
+            let mut run = run(&[("local", "controller"), ("rbh1", "sut")]);
+            run.results = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let mut r = result(json!({"sut_host": "rbh1"}));
+                    r.repetition = i as u32;
+                    r.metrics = vec![model::Metric::new("throughput_gbps", *v, "Gbit/s")];
+                    r
+                })
+                .collect();
+            from_run(&run, &plan.platforms[0]).warnings
+        };
+        // cv 31%.
+        assert_eq!(of(&[6.0, 9.0, 11.0]), ["high_variation (tcp)"]);
+        // cv 5%.
+        assert!(of(&[9.0, 9.5, 10.0]).is_empty());
     }
 
     /// What a run could not give is said only where the plan needs it: power given in

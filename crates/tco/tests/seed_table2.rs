@@ -368,7 +368,7 @@ bom = [{ name = "Server", unit_cost = 6000 }]
         "perf": null,
     }))
     .unwrap();
-    let t = tco::evaluate(&plan, &BTreeMap::from([("mod".to_string(), fr)])).unwrap();
+    let t = tco::evaluate(&plan, &BTreeMap::from([("mod".to_string(), fr.clone())])).unwrap();
     let (_, head, body) = tco::cells(&t);
     let col = |h: &str| head.iter().position(|c| c == h).unwrap();
     let row = |label: &str| &body[t.rows.iter().position(|r| r.label == label).unwrap()];
@@ -398,6 +398,18 @@ bom = [{ name = "Server", unit_cost = 6000 }]
     let text = tco::text(&t);
     assert!(text.contains("143 W (MODELLED)"), "{text}");
     assert!(tco::markdown(&t).contains("143 W (MODELLED)"));
+    // A model set against a measurement is said once, naming which is which.
+    let said = "power is not like for like: mod MODELLED, meas measured or given";
+    assert!(t.notes.iter().any(|n| n.starts_with(said)), "{:?}", t.notes);
+    // Both measured: nothing to say.
+    let mut fr = fr;
+    fr.power_w.as_mut().unwrap().modelled = false;
+    let t = tco::evaluate(&plan, &BTreeMap::from([("mod".to_string(), fr)])).unwrap();
+    assert!(
+        !t.notes.iter().any(|n| n.contains("not like for like")),
+        "{:?}",
+        t.notes
+    );
 }
 
 /// Acceptance pass K, 5: a platform with no bill of materials was taken as $0 capex,
