@@ -1869,14 +1869,20 @@ pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
     get("served_rate_per_s").or_else(|| get("reply_rate_per_s"))
 }
 
-/// What a ramp step's Late % and Verdict are, said under its table.
-const LATE_NOTE: &str = "Late %: the step's requests sent more than 1 ms after their \
-    scheduled time or never sent, of those that fell due (a step stored before it was kept \
-    has none); a step far behind its schedule measured the load \
-    the generator could offer, not the demanded rate. Verdict: sustained (replies kept up \
-    with the demand, at the ramp's fraction of it or more, errors within their limit), \
-    saturated (they did not: the capacity is below that rate) or failed (the step could \
-    not run to its end).";
+/// What a ramp step's or a search probe's Late % is, said under its table.
+fn late_note(step: &str) -> String {
+    format!(
+        "Late %: the {step}'s requests sent more than 1 ms after their scheduled time or \
+         never sent, of those that fell due (a {step} stored before it was kept has none); a \
+         {step} far behind its schedule measured the load the generator could offer, not the \
+         demanded rate."
+    )
+}
+
+/// What a ramp step's Verdict is, said under its table.
+const VERDICT_NOTE: &str = "Verdict: sustained (replies kept up with the demand, at the \
+    ramp's fraction of it or more, errors within their limit), saturated (they did not: the \
+    capacity is below that rate) or failed (the step could not run to its end).";
 
 /// What the steps' reply rates are over, said under their table.
 const SERVED_NOTE: &str = "Reply: replies per second over the seconds the step's requests \
@@ -2111,7 +2117,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<View
     );
     notes.extend(step_cpu_note(&st, server_drawn));
     notes.push(SERVED_NOTE.into());
-    notes.push(LATE_NOTE.into());
+    notes.push(format!("{} {VERDICT_NOTE}", late_note("step")));
     if !powered {
         notes.push(format!(
             "No power per step: {}.",
@@ -2241,6 +2247,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("demanded_rate_per_s")
                     .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
                 served_rate(m).map_or("-".into(), num),
+                m.get("late_pct").map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("latency_at_objective_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 meets,
@@ -2264,6 +2271,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     notes.extend(unsent_note(r, "search"));
+    notes.push(late_note("probe"));
     notes.push(SERVED_NOTE.into());
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("search")),
@@ -2274,6 +2282,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 "Probe",
                 format!("Demanded {u}").as_str(),
                 format!("Reply {u}").as_str(),
+                "Late %",
                 "Latency at objective ms",
                 "Meets",
             ]

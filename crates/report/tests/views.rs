@@ -690,6 +690,22 @@ fn capacity_ramp_search_levels() {
     }
     let hb = report::html(std::slice::from_ref(&behind), None);
     assert!(hb.contains(note), "the unsent note");
+    // How late a probe's sends were, beside its latency (a probe 21.7% late read as one
+    // on time, and only the ramp's table had the column).
+    for res in behind.results.iter_mut().filter(|x| x.test == "search") {
+        res.metrics.push(
+            Metric::new("late_pct", 21.7, "%")
+                .label("phase", "search")
+                .label("step", 1),
+        );
+    }
+    let mb = report::markdown(std::slice::from_ref(&behind), None);
+    assert!(
+        mb.contains("| Probe | Demanded req/s | Reply req/s | Late % | Latency at objective ms |")
+            && mb.contains("| 1 | 64,000 | 64,000 | 21.7 | 31.400 | - |")
+            && mb.contains("Late %: the probe's requests sent more than 1 ms after"),
+        "{mb}"
+    );
     assert!(h.contains("kv load levels: req/s per W"));
     assert!(h.contains("kv load levels: CPU busy (% of the host)"));
     let m = report::markdown(std::slice::from_ref(&r), None);
