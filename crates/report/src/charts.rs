@@ -295,7 +295,7 @@ fn point_marks(series: &[LineSeries], flagged: &[(String, f64, String)]) -> svg:
 
 /// A point's warning codes as a marked point's tooltip says them (`other_load,
 /// shares_cpus`), each once; None without a warning.
-fn warning_codes(p: &Point) -> Option<String> {
+pub(crate) fn warning_codes(p: &Point) -> Option<String> {
     let fl = p.flags();
     let codes: Vec<&str> = derive::distinct_codes(&fl)
         .iter()
@@ -318,7 +318,7 @@ fn joined(notes: impl IntoIterator<Item = Option<String>>) -> Option<String> {
 }
 
 /// A line chart's caption note when some of its points carry warnings: how many.
-fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
+pub(crate) fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
     let flagged: usize = marks.iter().map(Vec::len).sum();
     let total: usize = series.iter().map(|s| s.points.len()).sum();
     (flagged > 0).then(|| svg::marked_points_note(flagged, total))

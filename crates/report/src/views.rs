@@ -807,26 +807,30 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             left_out.join(", ")
         ));
     }
-    let series: Vec<LineSeries> = tps_by_vus(run, wl)
+    let (series, marks): (Vec<LineSeries>, svg::PointMarks) = tps_by_vus(run, wl)
         .into_iter()
-        .filter(|(_, points)| points.len() > 1)
+        .filter(|l| l.points.len() > 1)
         .enumerate()
-        .map(|(i, (others, points))| LineSeries {
-            name: if others.is_empty() {
-                "txn/s".into()
-            } else {
-                format!("txn/s, {others}")
-            },
-            points,
-            color: i,
-            dash: 0,
+        .map(|(i, l)| {
+            let s = LineSeries {
+                name: if l.others.is_empty() {
+                    "txn/s".into()
+                } else {
+                    format!("txn/s, {}", l.others)
+                },
+                points: l.points,
+                color: i,
+                dash: 0,
+            };
+            (s, l.marks)
         })
-        .collect();
+        .unzip();
     let mut figures = Vec::new();
     if !series.is_empty() {
         figures.push(txn_per_s_by_users(
             format!("{who}transactions per second vs virtual users"),
             &series,
+            &marks,
         ));
     }
     Some(View {
@@ -942,23 +946,39 @@ fn txn_p95_ns(r: &ResultRecord, txn: &str) -> Option<f64> {
 }
 
 /// A (title, SVG) figure of transactions per second against virtual users.
-fn txn_per_s_by_users(title: String, series: &[LineSeries]) -> (String, String) {
-    let svg = svg::line_chart(
+fn txn_per_s_by_users(
+    title: String,
+    series: &[LineSeries],
+    marks: &svg::PointMarks,
+) -> (String, String) {
+    let note = crate::charts::marks_note(series, marks);
+    let svg = svg::line_chart_marked(
         &title,
         "virtual users",
         "txn/s",
         Scale::Linear,
         Scale::Linear,
         series,
+        marks,
+        note.as_deref(),
     );
     (title, svg)
+}
+
+/// One line of [`tps_by_vus`]: the other parameters that name it, its (users, txn/s)
+/// points, and the points that carry warnings (users, their codes), marked as every
+/// chart against a swept parameter marks them.
+struct VusLine {
+    others: String,
+    points: Vec<(f64, f64)>,
+    marks: Vec<(f64, String)>,
 }
 
 /// Transactions per second (mean over repetitions) at each virtual-user count, one line
 /// per setting of the run's other parameters (`warehouses=100`: a sweep of warehouses
 /// and users is a line per warehouse count, not one line jumping between them), each
 /// sorted by users.
-fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(String, Vec<(f64, f64)>)> {
+fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<VusLine> {
     let points: Vec<_> = derive::points(0, run)
         .into_iter()
         .filter(|p| p.workload == wl && p.test == "tpcc")
@@ -975,7 +995,7 @@ fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(String, Vec<(f64, f64)>)> {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut lines: BTreeMap<String, VusLine> = BTreeMap::new();
     for p in &points {
         let Some(vus) = p.params.get("vus").and_then(|v| v.as_f64()) else {
             continue;
@@ -993,27 +1013,34 @@ fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(String, Vec<(f64, f64)>)> {
             .filter_map(|k| p.params.get(k.as_str()).map(|v| format!("{k}={v}")))
             .collect::<Vec<_>>()
             .join(" ");
-        lines.entry(others).or_default().push((vus, tps));
+        let line = lines.entry(others.clone()).or_insert_with(|| VusLine {
+            others,
+            points: Vec::new(),
+            marks: Vec::new(),
+        });
+        line.points.push((vus, tps));
+        line.marks
+            .extend(crate::charts::warning_codes(p).map(|codes| (vus, codes)));
     }
     for l in lines.values_mut() {
-        l.sort_by(|a, b| a.0.total_cmp(&b.0));
+        l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    lines.into_iter().collect()
+    lines.into_values().collect()
 }
 
 /// Seed 001's chart: every run that swept the virtual users as one line, named by its
 /// label and database engine, so PostgreSQL and MariaDB (or two platforms) share axes.
 fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
-    let series: Vec<LineSeries> = runs
+    let (series, marks): (Vec<LineSeries>, svg::PointMarks) = runs
         .iter()
         .flat_map(|(run, label)| {
             tps_by_vus(run, wl)
                 .into_iter()
-                .map(move |(others, points)| (others, points, run, label))
+                .map(move |line| (line, run, label))
         })
-        .filter(|(_, points, _, _)| points.len() > 1)
+        .filter(|(line, _, _)| line.points.len() > 1)
         .enumerate()
-        .map(|(i, (others, points, run, label))| {
+        .map(|(i, (line, run, label))| {
             let engine = run
                 .hosts
                 .iter()
@@ -1024,18 +1051,19 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
                 }
                 _ => label.to_string(),
             };
-            LineSeries {
-                name: if others.is_empty() {
+            let s = LineSeries {
+                name: if line.others.is_empty() {
                     name
                 } else {
-                    format!("{name}, {others}")
+                    format!("{name}, {}", line.others)
                 },
-                points,
+                points: line.points,
                 color: i,
                 dash: 0,
-            }
+            };
+            (s, line.marks)
         })
-        .collect();
+        .unzip();
     if series.len() < 2 {
         return None;
     }
@@ -1044,6 +1072,7 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
         figures: vec![txn_per_s_by_users(
             "transactions per second vs concurrent users, all runs".into(),
             &series,
+            &marks,
         )],
         tables: vec![],
         notes: vec![

@@ -1550,6 +1550,34 @@ fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(m.contains("| vus=2 | 60,000 | 138,000 |"), "{m}");
+    // A warned point is marked on the users chart, as on every chart against a swept
+    // parameter (it was plain here, marked on the generic chart beside it); the run
+    // beside another's chart too.
+    let mut clean = r.clone();
+    for res in &mut clean.results {
+        res.flags.clear();
+    }
+    let mut warned = clean.clone();
+    warned.results[1]
+        .flags
+        .push(model::Flag::warning("other_load", "busy"));
+    let chart = |runs: &[RunRecord], title: &str| -> String {
+        report::views::views(runs, "oltp")
+            .into_iter()
+            .flat_map(|v| v.figures)
+            .find(|f| f.0.contains(title))
+            .unwrap_or_else(|| panic!("no {title} chart"))
+            .1
+    };
+    let users = "transactions per second vs virtual users";
+    assert!(!chart(std::slice::from_ref(&clean), users).contains('⚠'));
+    let svg = chart(std::slice::from_ref(&warned), users);
+    assert!(svg.contains('⚠') && svg.contains("other_load"), "{svg}");
+    let mut other = clean.clone();
+    other.id = "pg2".into();
+    other.label = Some("pg2".into());
+    let svg = chart(&[warned, other], "vs concurrent users, all runs");
+    assert!(svg.contains('⚠') && svg.contains("other_load"), "{svg}");
     // A small count is whole, not three significant digits (`91.0`).
     let mut small = r.clone();
     for res in &mut small.results {
