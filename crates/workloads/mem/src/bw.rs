@@ -313,6 +313,27 @@ pub fn impossible(
         .collect()
 }
 
+/// The kernels whose 1-thread figure reported (among `figures`) is further than
+/// [`BOUND_TOLERANCE`] below the best extra 1-thread run (`reference`), with both: the
+/// counts above were checked against the best, and read against the one reported they
+/// scale past n x one thread (triad 10.2 GB/s at 1 thread, 24.3 at 2, with a 12 GB/s
+/// reference no one saw).
+pub fn one_thread_apart(figures: &[Figure], reference: &[Figure]) -> Vec<(Kernel, f64, f64)> {
+    KERNELS
+        .iter()
+        .filter_map(|&k| {
+            let one = |fs: &[Figure]| {
+                fs.iter()
+                    .filter(|f| f.0 == k && f.1 == 1 && f.2.is_finite())
+                    .map(|f| f.2)
+                    .reduce(f64::max)
+            };
+            let (shown, best) = (one(figures)?, one(reference)?);
+            (best > shown * BOUND_TOLERANCE).then_some((k, shown, best))
+        })
+        .collect()
+}
+
 /// The headline: triad at the most threads whose figure is possible. An impossible
 /// figure is never the headline, even when it is the only one at that count.
 pub fn headline_triad(figures: &[Figure], bad: &[(Figure, Bound)]) -> Option<Figure> {
@@ -326,6 +347,19 @@ pub fn headline_triad(figures: &[Figure], bad: &[(Figure, Bound)]) -> Option<Fig
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reference_above_the_one_thread_figure_shown_is_found() {
+        let shown = [(Kernel::Triad, 1, 10.17), (Kernel::Triad, 2, 24.34)];
+        let reference = [(Kernel::Triad, 1, 12.4), (Kernel::Read, 1, 9.0)];
+        assert_eq!(
+            one_thread_apart(&shown, &reference),
+            [(Kernel::Triad, 10.17, 12.4)]
+        );
+        // Within the tolerance, or no 1-thread figure shown: nothing to say.
+        assert!(one_thread_apart(&shown, &[(Kernel::Triad, 1, 11.0)]).is_empty());
+        assert!(one_thread_apart(&shown[1..], &reference).is_empty());
+    }
     use std::time::Duration;
 
     fn at(base: Instant, from_ms: u64, to_ms: u64) -> Window {

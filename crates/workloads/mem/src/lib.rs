@@ -1129,6 +1129,36 @@ impl MemBench {
                     .label("threads", t),
             );
         }
+        // The reference the counts were checked against, kept and said where it is not
+        // the 1-thread figure shown.
+        for &(k, t, gbs) in reference {
+            out.metrics.push(
+                Metric::new("reference_bandwidth_gb_per_s", gbs, "GB/s")
+                    .label("kind", k.name())
+                    .label("threads", t),
+            );
+        }
+        let apart = bw::one_thread_apart(figures, reference);
+        if !apart.is_empty() {
+            let said: Vec<String> = apart
+                .iter()
+                .map(|(k, shown, best)| {
+                    format!(
+                        "{} {shown:.1} GB/s shown, {best:.1} in the run before",
+                        k.name()
+                    )
+                })
+                .collect();
+            out.flags.push(Flag::warning(
+                "bandwidth_unsteady",
+                format!(
+                    "the 1-thread figures varied between runs ({}): the other thread counts \
+                     were checked against the higher (reference_bandwidth_gb_per_s), and may \
+                     scale past n x the one shown; rerun on a quieter host",
+                    said.join("; ")
+                ),
+            ));
+        }
         match bw::headline_triad(figures, &bad) {
             Some((_, t, g)) => {
                 out.metrics.push(Metric::new("triad_gb_per_s", g, "GB/s"));
