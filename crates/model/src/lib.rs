@@ -845,9 +845,15 @@ pub fn declared_power_model(run: &RunRecord) -> Option<&str> {
 /// steady figure: `high_variation`, in a report, a `compare` and a TCO alike.
 pub const UNSTEADY_CV_PCT: f64 = 10.0;
 
+/// The coefficient of variation (%) of a point's repetitions `values` where it is above
+/// [`UNSTEADY_CV_PCT`], None where they are steady or too few to tell.
+pub fn unsteady_cv(values: &[f64]) -> Option<f64> {
+    cv_pct(values).filter(|cv| *cv > UNSTEADY_CV_PCT)
+}
+
 /// The coefficient of variation (%) of `values` (sample sd over the mean's magnitude),
 /// None below two values or at a mean of zero.
-pub fn cv_pct(values: &[f64]) -> Option<f64> {
+fn cv_pct(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }

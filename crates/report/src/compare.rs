@@ -1354,8 +1354,8 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<(FigureOf, Option<(f64,
             }
         };
         // A ramp step's rate as its verdict was judged and its table shows it (over the
-        // seconds its requests fell due in, when they went out on time); a level's is
-        // the one its perf/W is over.
+        // seconds its requests fell due in, when they went out on time); a level's every
+        // reply (its perf/W counts those that were not errors).
         let rate = match phase {
             "ramp" => crate::views::served_rate_of(get),
             _ => get("reply_rate_per_s"),
@@ -1364,21 +1364,21 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<(FigureOf, Option<(f64,
         add("p99".into(), "ns", false, get("latency_p99_ns"));
         if phase == "levels" {
             add(POWER.into(), "W", false, get(POWER));
-            if let (Some(v), Some(rate), Some(w)) =
-                (get("reply_rate_per_w"), get("reply_rate_per_s"), get(POWER))
-            {
+            if let (Some(v), Some(w)) = (get("reply_rate_per_w"), get(POWER)) {
                 let unit = format!("{rate_unit}/W");
                 let name = format!("{prefix} {rate_unit} per W");
-                out.push(((name, unit, true, Ok(v)), Some((rate, w))));
+                // The replies that were not errors, as the figure counts them.
+                out.push(((name, unit, true, Ok(v)), Some((v * w, w))));
             }
         }
     }
     out
 }
 
-/// A levels test's loaded levels' replies per second summed, and every level's power
-/// summed with active idle's: what SPECpower's overall figure ([`LEVELS_PER_W`]) divides
-/// (the engine's `overall_per_w`). None where a level has no power.
+/// A levels test's loaded levels' replies per second that were not errors summed (each
+/// level's per-watt figure times its watts), and every level's power summed with active
+/// idle's: what SPECpower's overall figure ([`LEVELS_PER_W`]) divides (the engine's
+/// `overall_per_w`). None where a level has no power.
 fn levels_sums(r: &model::ResultRecord) -> Option<(f64, f64)> {
     let levels = r
         .metrics
@@ -1392,18 +1392,34 @@ fn levels_sums(r: &model::ResultRecord) -> Option<(f64, f64)> {
         };
         let e = at.entry(level.as_str()).or_default();
         match m.name.as_str() {
-            "reply_rate_per_s" => e.0 = Some(m.value),
+            "reply_rate_per_w" => e.0 = Some(m.value),
             POWER => e.1 = Some(m.value),
             _ => {}
         }
     }
-    for (level, (rate, w)) in at {
-        watts += w?;
+    for (level, (per_w, w)) in at {
+        let w = w?;
+        watts += w;
         if level != "active_idle" {
-            ops += rate?;
+            ops += per_w? * w;
         }
     }
     (watts > 0.0).then_some((ops, watts))
+}
+
+/// The source of a levels test's power, named as a load test's is ([`power_of`]): its
+/// levels' `power_w` source and scope, with a declared model's watts.
+fn levels_source(r: &model::ResultRecord, run: &RunRecord) -> Option<String> {
+    let m = r
+        .metrics
+        .iter()
+        .find(|m| m.name == POWER && m.labels.get("phase").map(String::as_str) == Some("levels"))?;
+    let label = |k: &str| m.labels.get(k).map_or("", String::as_str);
+    let source = format!("{} {}", label("source"), label("scope"));
+    Some(match model::declared_power_model(run) {
+        Some(watts) if label("source").starts_with("model") => format!("{source} ({watts} W)"),
+        _ => source,
+    })
 }
 
 /// Whether `figure` is a levels test's, over its levels' power (its headline, or one
@@ -1668,6 +1684,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             let some_only = model::headline_of_some_repetitions(&valid);
             let per_rep = valid.iter().flat_map(|r| {
                 let basis = levels_basis(r);
+                let source = levels_source(r, p.run);
                 let some_only = some_only.clone();
                 figures_of(r).into_iter().map(move |(f, terms)| {
                     if let (Some(why), true) = (&some_only, f.0 == r.headline) {
@@ -1678,12 +1695,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     let gives = |(n, d): &(f64, f64)| {
                         matches!(&f.3, Ok(v) if (n / d - v).abs() <= 1e-9 * v.abs())
                     };
-                    let terms = terms.filter(gives).map(|t| (None, Some(t)));
+                    let terms = terms.filter(gives);
                     match (&basis, over_levels_power(&f.0)) {
-                        (Ok(b), true) => (f, *b, terms),
+                        // Its levels' source, as a load test's power is named: two models
+                        // (or meters) are never one figure.
+                        (Ok(b), true) => (f, *b, Some((source.clone(), terms))),
                         // Over unlike power: no figure to set against another.
                         (Err(why), true) => ((f.0, f.1, f.2, Err(why.clone())), None, None),
-                        (_, false) => (f, None, terms),
+                        (_, false) => (f, None, terms.map(|t| (None, Some(t)))),
                     }
                 })
             });
@@ -2541,7 +2560,10 @@ fn one_sided(metric: &str, other: &str, has: impl Fn(&str) -> bool) -> String {
                 Some((instead, theirs)) => format!(
                     "{other} has {instead} ({theirs}) where this side counts {whose}: not comparable"
                 ),
-                None => format!("{other} has no CPU per {per} for the SUT"),
+                None => format!(
+                    "{other} has no CPU per {} for the SUT",
+                    per.replace('_', " ")
+                ),
             }
         }
         None => match metric {

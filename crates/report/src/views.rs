@@ -534,6 +534,9 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     // repetitions of one sweep point: points that differ in anything but the thread
     // count (shown as columns) are separate rows, never averaged together.
     let mut cells: BTreeMap<RsaCell, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    // The warnings of each cell's results, marked on the chart as on every chart against
+    // a swept parameter.
+    let mut warned: BTreeMap<RsaCell, std::collections::BTreeSet<String>> = BTreeMap::new();
     let points = sweep_points(run, wl, |_| true, true, &["threads"]);
     for (point, r) in points
         .iter()
@@ -577,6 +580,12 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             }
         }
         for (k, (s, v)) in mine {
+            let codes = r
+                .flags
+                .iter()
+                .filter(|f| f.severity == model::Severity::Warning)
+                .map(|f| f.code.clone());
+            warned.entry(k.clone()).or_default().extend(codes);
             let e = cells.entry(k).or_default();
             e.0.extend(s);
             e.1.extend(v);
@@ -598,6 +607,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     head.push("peak signs/s at".into());
     let mut rows = Vec::new();
     let mut series = Vec::new();
+    let mut marks: svg::PointMarks = Vec::new();
     for (i, (point, b)) in bits.iter().enumerate() {
         let name = if point.is_empty() {
             b.to_string()
@@ -606,16 +616,23 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         };
         let mut row = vec![name.clone()];
         let mut pts = Vec::new();
+        let mut flagged = Vec::new();
         for t in &threads {
-            let c = cells.get(&(point.clone(), *b, *t));
+            let key = (point.clone(), *b, *t);
+            let c = cells.get(&key);
             let s = c.and_then(|c| mean(&c.0));
             let v = c.and_then(|c| mean(&c.1));
             row.push(s.map_or("-".into(), num));
             row.push(v.map_or("-".into(), num));
             if let Some(s) = s {
                 pts.push((*t as f64, s));
+                if let Some(codes) = warned.get(&key).filter(|c| !c.is_empty()) {
+                    let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+                    flagged.push((*t as f64, codes.join(", ")));
+                }
             }
         }
+        marks.push(flagged);
         let peak = pts.iter().max_by(|a, b| a.1.total_cmp(&b.1));
         row.push(peak.map_or("-".into(), |p| {
             format!("{} thread{}", p.0, if p.0 == 1.0 { "" } else { "s" })
@@ -629,7 +646,8 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         });
     }
     let title = format!("{who}RSA signs/s vs threads, per key size");
-    let fig = svg::line_chart(
+    let note = crate::charts::marks_note(&series, &marks);
+    let fig = svg::line_chart_marked(
         &title,
         "threads",
         "signs/s",
@@ -640,6 +658,8 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             Scale::Linear
         },
         &series,
+        &marks,
+        note.as_deref(),
     );
     Some(View {
         title: format!("{who}RSA sign and verify throughput"),

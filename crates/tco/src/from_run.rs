@@ -193,8 +193,8 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     if perf.is_some() {
         out.perf_points = power_results.iter().map(|r| (*r).clone()).collect();
     }
+    out.warnings = warnings_of(&power_results, perf.is_some());
     out.perf = perf.map(|(s, _)| s);
-    out.warnings = warnings_of(&power_results);
     out.power_w = match power_of(run, &power_results) {
         Ok(mut s) => {
             if let Some(key) = of_point {
@@ -218,10 +218,11 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
 }
 
 /// The warnings `results` carry, each once with the tests that carry it:
-/// `low_hit_ratio (get)`, `other_load (set, get)`; and `high_variation` where a point's
-/// repetitions vary as the report flags them ([`model::UNSTEADY_CV_PCT`]: a TCO of a run
-/// whose headline varied by cv 31% showed its figures as steady).
-fn warnings_of(results: &[&ResultRecord]) -> Vec<String> {
+/// `low_hit_ratio (get)`, `other_load (set, get)`; and, where the performance is the
+/// run's (`perf_from_run`), `high_variation` where a point's repetitions vary as the
+/// report flags them ([`model::unsteady_cv`]: a TCO of a run whose headline varied by cv
+/// 29% showed its figures as steady).
+fn warnings_of(results: &[&ResultRecord], perf_from_run: bool) -> Vec<String> {
     let mut by_code: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |code: &str, test: &str| {
         let i = match by_code.iter().position(|(c, _)| c == code) {
@@ -244,7 +245,7 @@ fn warnings_of(results: &[&ResultRecord]) -> Vec<String> {
         {
             add(&f.code, &r.test);
         }
-        if let Some(v) = r.headline_value() {
+        if let (Some(v), true) = (r.headline_value(), perf_from_run) {
             let point = headlines
                 .entry(point_key(r))
                 .or_insert((&r.test, Vec::new()));
@@ -252,7 +253,7 @@ fn warnings_of(results: &[&ResultRecord]) -> Vec<String> {
         }
     }
     for (test, values) in headlines.values() {
-        if model::cv_pct(values).is_some_and(|cv| cv > model::UNSTEADY_CV_PCT) {
+        if model::unsteady_cv(values).is_some() {
             add("high_variation", test);
         }
     }
@@ -391,7 +392,8 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             return Err(format!(
                 "run {}: `{}`: {why}: its power goes with none of its phases' performance; \
                  take the power from a test of one phase (mem --bw-threads all, one crypto \
-                 --buffer-sizes)",
+                 --buffer-sizes), or give `power_w` in the plan (a key's signs and \
+                 verifies are always two phases)",
                 run.id,
                 point_key(r)
             ));
@@ -652,11 +654,17 @@ mod tests {
     fn repetitions_that_vary_reach_the_tco_as_high_variation() {
         let plan = crate::Plan::from_toml(
             "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
-             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\n\
+             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\nperf_from = \"max\"\n\
              bom = [{ name = \"S\", unit_cost = 1000 }]\n",
         )
         .unwrap();
-        let of = |values: &[f64]| {
+        let given = crate::Plan::from_toml(
+            "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
+             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\nperf = 9\n\
+             bom = [{ name = \"S\", unit_cost = 1000 }]\n",
+        )
+        .unwrap();
+        let of_plan = |plan: &crate::Plan, values: &[f64]| {
             let mut run = run(&[("local", "controller"), ("rbh1", "sut")]);
             run.results = values
                 .iter()
@@ -670,8 +678,11 @@ mod tests {
                 .collect();
             from_run(&run, &plan.platforms[0]).warnings
         };
-        // cv 31%.
+        let of = |values: &[f64]| of_plan(&plan, values);
+        // cv 29%.
         assert_eq!(of(&[6.0, 9.0, 11.0]), ["high_variation (tcp)"]);
+        // The plan gives the performance: the run's headline is not used.
+        assert!(of_plan(&given, &[6.0, 9.0, 11.0]).is_empty());
         // cv 5%.
         assert!(of(&[9.0, 9.5, 10.0]).is_empty());
     }
