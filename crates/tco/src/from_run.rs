@@ -193,7 +193,7 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     if perf.is_some() {
         out.perf_points = power_results.iter().map(|r| (*r).clone()).collect();
     }
-    out.warnings = warnings_of(&power_results, perf.is_some());
+    out.warnings = warnings_of(&power_results, !perf_given);
     out.perf = perf.map(|(s, _)| s);
     out.power_w = match power_of(run, &power_results) {
         Ok(mut s) => {
@@ -218,8 +218,8 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
 }
 
 /// The warnings `results` carry, each once with the tests that carry it:
-/// `low_hit_ratio (get)`, `other_load (set, get)`; and, where the performance is the
-/// run's (`perf_from_run`), `high_variation` where a point's repetitions vary as the
+/// `low_hit_ratio (get)`, `other_load (set, get)`; and, where the plan does not give the
+/// performance (`perf_from_run`), `high_variation` where a point's repetitions vary as the
 /// report flags them ([`model::unsteady_cv`]: a TCO of a run whose headline varied by cv
 /// 29% showed its figures as steady).
 fn warnings_of(results: &[&ResultRecord], perf_from_run: bool) -> Vec<String> {
@@ -654,7 +654,7 @@ mod tests {
     fn repetitions_that_vary_reach_the_tco_as_high_variation() {
         let plan = crate::Plan::from_toml(
             "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
-             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\nperf_from = \"max\"\n\
+             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\n\
              bom = [{ name = \"S\", unit_cost = 1000 }]\n",
         )
         .unwrap();
