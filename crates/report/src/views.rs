@@ -831,19 +831,7 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         .into_iter()
         .filter(|l| l.points.len() > 1)
         .enumerate()
-        .map(|(i, l)| {
-            let s = LineSeries {
-                name: if l.others.is_empty() {
-                    "txn/s".into()
-                } else {
-                    format!("txn/s, {}", l.others)
-                },
-                points: l.points,
-                color: i,
-                dash: 0,
-            };
-            (s, l.marks)
-        })
+        .map(|(i, l)| l.drawn("txn/s", i))
         .unzip();
     let mut figures = Vec::new();
     if !series.is_empty() {
@@ -994,6 +982,24 @@ struct VusLine {
     marks: Vec<(f64, String)>,
 }
 
+impl VusLine {
+    /// The line drawn as `name` (with the parameters that tell it from the others) in
+    /// colour `color`, and its marks.
+    fn drawn(self, name: &str, color: usize) -> (LineSeries, Vec<(f64, String)>) {
+        let series = LineSeries {
+            name: if self.others.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name}, {}", self.others)
+            },
+            points: self.points,
+            color,
+            dash: 0,
+        };
+        (series, self.marks)
+    }
+}
+
 /// Transactions per second (mean over repetitions) at each virtual-user count, one line
 /// per setting of the run's other parameters (`warehouses=100`: a sweep of warehouses
 /// and users is a line per warehouse count, not one line jumping between them), each
@@ -1071,17 +1077,7 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
                 }
                 _ => label.to_string(),
             };
-            let s = LineSeries {
-                name: if line.others.is_empty() {
-                    name
-                } else {
-                    format!("{name}, {}", line.others)
-                },
-                points: line.points,
-                color: i,
-                dash: 0,
-            };
-            (s, line.marks)
+            line.drawn(&name, i)
         })
         .unzip();
     if series.len() < 2 {

@@ -648,7 +648,7 @@ mod tests {
     }
 
     /// Repetitions of a point whose headline varies above the report's threshold reach
-    /// the TCO as `high_variation`, as the report flags them (cv 31% was shown as a
+    /// the TCO as `high_variation`, as the report flags them (cv 29% was shown as a
     /// steady figure); steady ones do not.
     #[test]
     fn repetitions_that_vary_reach_the_tco_as_high_variation() {
