@@ -609,16 +609,6 @@ pub trait Workload: Send {
         Params::new()
     }
 
-    /// The knobs of this sweep point that `test` does not read (crypto's buffer sizes in
-    /// an RSA test, its `bits` list in every test: each names its own key size): taken
-    /// out of the test's stored parameters and settings, so that runs that differ in them
-    /// alone meet at the test's point (a run of rsa2048 alone and one of rsa2048 and
-    /// sha256 were two rsa2048 points, `buffer_sizes` apart, and a side's mean dropped a
-    /// run).
-    fn unread_by(&self, _test: &str) -> Vec<&'static str> {
-        Vec::new()
-    }
-
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...), which the runner adds to
     /// the system under test's. Called after prepare and after each test (what a test

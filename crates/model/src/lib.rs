@@ -328,7 +328,31 @@ pub fn stream_spread(metrics: &[Metric], end: Option<&str>) -> Option<(f64, f64,
     Some((min, max, rates.len()))
 }
 
+/// The knobs of a sweep point that `workload`'s `test` does not read (crypto's buffer
+/// sizes in an RSA or ECDSA test, its `bits` list in every test: each RSA test names its
+/// own key size): no part of the test's point, so that runs that differ in them alone
+/// meet there (a run of rsa2048 alone and one of rsa2048 and sha256 were two rsa2048
+/// points, `buffer_sizes` apart, and a side's mean dropped a run).
+pub fn unread_by(workload: &str, test: &str) -> &'static [&'static str] {
+    let t = test.to_ascii_lowercase();
+    match workload {
+        "crypto" if t.starts_with("rsa") || t == "ecdsap256" => &["bits", "buffer_sizes"],
+        "crypto" => &["bits"],
+        _ => &[],
+    }
+}
+
 impl ResultRecord {
+    /// Takes the knobs its test does not read ([`unread_by`]) out of its parameters and
+    /// settings: when it is stored, and when a record stored before the rule is read, so
+    /// that old and new runs meet at one point.
+    pub fn drop_unread(&mut self) {
+        for k in unread_by(&self.workload, &self.test) {
+            self.params.remove(*k);
+            self.settings.remove(*k);
+        }
+    }
+
     /// The first metric with this name and no labels, or with labels matching all given pairs.
     pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Option<&Metric> {
         self.metrics.iter().find(|m| {
@@ -841,6 +865,16 @@ pub fn declared_power_model(run: &RunRecord) -> Option<&str> {
     run.plan.get("run")?.get("power_model")?.as_str()
 }
 
+/// A power figure's source as shown: a modelled one with its declared model's watts
+/// (`model system (60:160 W)`), wherever it is named (a report's power cell, a compare's
+/// source, a TCO's), so that two models are two sources everywhere.
+pub fn power_source_named(run: &RunRecord, source: &str, modelled: bool) -> String {
+    match declared_power_model(run) {
+        Some(m) if modelled => format!("{source} ({m} W)"),
+        _ => source.to_string(),
+    }
+}
+
 /// Above this coefficient of variation (%) of a point's repetitions, its mean is no
 /// steady figure: `high_variation`, in a report, a `compare` and a TCO alike.
 pub const UNSTEADY_CV_PCT: f64 = 10.0;
@@ -852,8 +886,9 @@ pub fn unsteady_cv(values: &[f64]) -> Option<f64> {
 }
 
 /// The coefficient of variation (%) of `values` (sample sd over the mean's magnitude),
-/// None below two values or at a mean of zero.
-fn cv_pct(values: &[f64]) -> Option<f64> {
+/// None below two values or at a mean of zero: `--until-cv`'s stopping rule and
+/// `high_variation`'s alike.
+pub fn cv_pct(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }

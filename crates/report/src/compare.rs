@@ -1415,11 +1415,11 @@ fn levels_source(r: &model::ResultRecord, run: &RunRecord) -> Option<String> {
         .iter()
         .find(|m| m.name == POWER && m.labels.get("phase").map(String::as_str) == Some("levels"))?;
     let label = |k: &str| m.labels.get(k).map_or("", String::as_str);
-    let source = format!("{} {}", label("source"), label("scope"));
-    Some(match model::declared_power_model(run) {
-        Some(watts) if label("source").starts_with("model") => format!("{source} ({watts} W)"),
-        _ => source,
-    })
+    Some(model::power_source_named(
+        run,
+        &format!("{} {}", label("source"), label("scope")),
+        label("source").starts_with("model"),
+    ))
 }
 
 /// Whether `figure` is a levels test's, over its levels' power (its headline, or one
@@ -1470,14 +1470,11 @@ fn power_of(p: &crate::derive::Point) -> Option<RunPower> {
             ));
         }
     }
-    // A model's figure is of its declared watts: two models are two sources.
-    let source = match model::declared_power_model(p.run) {
-        Some(m) if power.basis == PowerBasis::Modelled => format!("{} ({m} W)", power.source),
-        _ => power.source,
-    };
+    // A model's figure names its declared watts ([`model::power_source_named`]): two
+    // models are two sources.
     Some(RunPower {
         basis: power.basis,
-        source,
+        source: power.source,
         with_loadgen: power.shared_with_loadgen,
         figures,
     })
@@ -1789,10 +1786,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             continue;
         }
         let all: Vec<f64> = f.per_run.values().flatten().copied().collect();
-        if crate::stats::Sample::of(&all)
-            .and_then(|s| crate::derive::unsteady_cv(&s))
-            .is_some()
-        {
+        if model::unsteady_cv(&all).is_some() {
             warnings
                 .entry(key.clone())
                 .or_default()

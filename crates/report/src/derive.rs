@@ -363,17 +363,6 @@ pub struct Point<'a> {
     pub results: Vec<&'a ResultRecord>,
 }
 
-/// Above this coefficient of variation (%) of a point's repetitions, it is flagged
-/// ([`Point::unsteady`]).
-pub const UNSTEADY_CV_PCT: f64 = model::UNSTEADY_CV_PCT;
-
-/// The coefficient of variation (%) of a figure's repetitions where it is above
-/// [`UNSTEADY_CV_PCT`], None where they are steady (or too few to tell): the one rule of
-/// `high_variation`, for a report's point and a side of `compare` alike.
-pub fn unsteady_cv(s: &crate::stats::Sample) -> Option<f64> {
-    s.cv_pct().filter(|cv| *cv > UNSTEADY_CV_PCT)
-}
-
 /// The sweep points of a run, in execution order of their first repetition.
 pub fn points(run_index: usize, run: &RunRecord) -> Vec<Point<'_>> {
     let mut out: Vec<Point> = Vec::new();
@@ -1405,19 +1394,20 @@ impl<'a> Point<'a> {
     }
 
     /// A warning when the valid repetitions' headline varies by more than
-    /// [`UNSTEADY_CV_PCT`] (sd over mean): the mean is then no steady figure, and a
+    /// [`model::UNSTEADY_CV_PCT`] (sd over mean): the mean is then no steady figure, and a
     /// summary that picks it as a column's best says so (acceptance M, 7: two repetitions
     /// of 32,404 and 79,260 new orders/min, cv 59%, made a "3.89x" difference unflagged).
     pub fn unsteady(&self) -> Option<Flag> {
-        let s = self.headline()?;
-        let cv = unsteady_cv(&s)?;
+        let values = self.headline_values();
+        let cv = model::unsteady_cv(&values)?;
         Some(Flag::warning(
             "high_variation",
             format!(
                 "its {} repetitions vary by cv {cv:.1}% (sd over mean), above \
-                 {UNSTEADY_CV_PCT}%: the mean is no steady figure; run more repetitions \
+                 {}%: the mean is no steady figure; run more repetitions \
                  (--repeat, or --until-cv 3) on a quieter host",
-                s.n
+                values.len(),
+                model::UNSTEADY_CV_PCT
             ),
         ))
     }
@@ -1685,7 +1675,11 @@ impl Powered<'_> {
                 watts: w,
                 basis: *basis,
                 idle_w: idle_for(run, host, h),
-                source: source_label(h),
+                source: model::power_source_named(
+                    run,
+                    &source_label(h),
+                    *basis == PowerBasis::Modelled,
+                ),
                 shared_with_loadgen: self
                     .reps
                     .iter()

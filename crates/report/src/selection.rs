@@ -589,6 +589,7 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
             taken.join(", ")
         ),
         modelled: false,
+        model: None,
         unit: (!s.unit.is_empty()).then(|| s.unit.clone()),
         run: Some(run.id.clone()),
     })

@@ -96,6 +96,22 @@ fn sweep_points<'a>(
     skip_test: bool,
     skip: &[&str],
 ) -> Vec<(String, Vec<&'a ResultRecord>)> {
+    labelled_points(run, wl, test, skip_test, skip)
+        .into_iter()
+        .map(|(label, p)| (label, p.valid()))
+        .collect()
+}
+
+/// The sweep points of [`sweep_points`] themselves, for a view that marks their
+/// warnings ([`crate::charts::warning_codes`]: the point's own, `high_variation`, as
+/// well as its results').
+fn labelled_points<'a>(
+    run: &'a RunRecord,
+    wl: &str,
+    test: impl Fn(&str) -> bool,
+    skip_test: bool,
+    skip: &[&str],
+) -> Vec<(String, Point<'a>)> {
     let pts: Vec<Point> = derive::points(0, run)
         .into_iter()
         .filter(|p| p.workload == wl && test(&p.test))
@@ -107,17 +123,21 @@ fn sweep_points<'a>(
         .unwrap_or_default();
     let mut skip: Vec<&str> = skip.to_vec();
     skip.extend(fixed.iter().filter(|k| !varying.iter().any(|v| v == *k)));
-    pts.iter()
+    let labels: Vec<String> = pts
+        .iter()
         .map(|p| {
             let params = p.param_label(&skip);
-            let label = match (skip_test, params.is_empty()) {
+            match (skip_test, params.is_empty()) {
                 (true, _) => params,
                 (false, true) => p.test.clone(),
                 (false, false) => format!("{} {params}", p.test),
-            };
-            (label, p.valid())
+            }
         })
-        .filter(|(_, rs): &(String, Vec<&ResultRecord>)| !rs.is_empty())
+        .collect();
+    labels
+        .into_iter()
+        .zip(pts)
+        .filter(|(_, p)| !p.valid().is_empty())
         .collect()
 }
 
@@ -534,14 +554,16 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     // repetitions of one sweep point: points that differ in anything but the thread
     // count (shown as columns) are separate rows, never averaged together.
     let mut cells: BTreeMap<RsaCell, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    // The warnings of each cell's results, marked on the chart as on every chart against
-    // a swept parameter.
-    let mut warned: BTreeMap<RsaCell, std::collections::BTreeSet<String>> = BTreeMap::new();
-    let points = sweep_points(run, wl, |_| true, true, &["threads"]);
-    for (point, r) in points
-        .iter()
-        .flat_map(|(p, rs)| rs.iter().map(move |r| (p, *r)))
-    {
+    // The warnings of each cell's sweep point, marked on the chart as on every chart
+    // against a swept parameter.
+    let mut warned: BTreeMap<RsaCell, String> = BTreeMap::new();
+    let points = labelled_points(run, wl, |_| true, true, &["threads"]);
+    for (point, codes, r) in points.iter().flat_map(|(label, p)| {
+        let codes = crate::charts::warning_codes(p);
+        p.valid()
+            .into_iter()
+            .map(move |r| (label, codes.clone(), r))
+    }) {
         let mut mine: BTreeMap<RsaCell, (Option<f64>, Option<f64>)> = BTreeMap::new();
         let test_bits = r
             .test
@@ -580,12 +602,9 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             }
         }
         for (k, (s, v)) in mine {
-            let codes = r
-                .flags
-                .iter()
-                .filter(|f| f.severity == model::Severity::Warning)
-                .map(|f| f.code.clone());
-            warned.entry(k.clone()).or_default().extend(codes);
+            if let Some(codes) = &codes {
+                warned.insert(k.clone(), codes.clone());
+            }
             let e = cells.entry(k).or_default();
             e.0.extend(s);
             e.1.extend(v);
@@ -626,9 +645,8 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             row.push(v.map_or("-".into(), num));
             if let Some(s) = s {
                 pts.push((*t as f64, s));
-                if let Some(codes) = warned.get(&key).filter(|c| !c.is_empty()) {
-                    let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
-                    flagged.push((*t as f64, codes.join(", ")));
+                if let Some(codes) = warned.get(&key) {
+                    flagged.push((*t as f64, codes.clone()));
                 }
             }
         }
@@ -2726,24 +2744,12 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 "Context switches/s".into(),
                 "Interrupts/s".into(),
             ];
-            // Each NIC's rates in a unit of their own ([`crate::fmt::bit_rate_unit`] over
-            // the column): an idle management NIC read `0.000000403 / 0.000000403` Gbit/s
-            // beside the loaded one (acceptance P, 6).
-            let nic_units: Vec<(f64, &str)> = nics
-                .iter()
-                .map(|n| {
-                    let gbit: Vec<f64> = per
-                        .iter()
-                        .flat_map(|(_, sums)| sums.iter())
-                        .flat_map(|t| t.nics.iter().filter(|x| x.name == *n))
-                        .flat_map(|x| [x.rx_bytes_per_s, x.tx_bytes_per_s])
-                        .map(|b| b * 8.0 / 1e9)
-                        .collect();
-                    crate::fmt::bit_rate_unit(&gbit)
-                })
-                .collect();
-            for (n, (_, unit)) in nics.iter().zip(&nic_units) {
-                head.push(format!("{n} rx / tx {unit}"));
+            // Each NIC rate in its own unit ([`crate::fmt::bit_rate`]): a stream's 9.3
+            // Gbit/s one way and its acknowledgements' 9 Mbit/s the other read
+            // `9336601.819 / 9154.879` in a column's kbit/s, and an idle management NIC
+            // `0.000000403` Gbit/s in the loaded one's (acceptance P, 6).
+            for n in &nics {
+                head.push(format!("{n} rx / tx"));
                 head.push(format!("{n} rx / tx packets/s"));
             }
             for d in &disks {
@@ -2777,7 +2783,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         mean(sums.iter().filter_map(|t| t.intr_per_s).collect())
                             .map_or("-".into(), num),
                     ];
-                    for (n, (m, _)) in nics.iter().zip(&nic_units) {
+                    for n in &nics {
                         let of = |f: &dyn Fn(&model::NicRate) -> f64| {
                             mean(
                                 sums.iter()
@@ -2786,11 +2792,11 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                                     .collect(),
                             )
                         };
-                        row.push(fixed_pair(
+                        let gbit = |b: f64| crate::fmt::bit_rate(b * 8.0 / 1e9);
+                        row.push(pair(
                             of(&|x| x.rx_bytes_per_s),
                             of(&|x| x.tx_bytes_per_s),
-                            8.0 / 1e9 * m,
-                            3,
+                            &gbit,
                         ));
                         row.push(pair(
                             of(&|x| x.rx_packets_per_s),
@@ -2844,8 +2850,8 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         "{label}: telemetry on {name} per test, each the mean over its \
                          repetitions of the host's figures over the measured time: context \
                          switches and interrupts per second (the whole host), each NIC's \
-                         received / sent bits per second (in the unit its column's head \
-                         names) and packets/s, each disk's read / written MB/s \
+                         received / sent bits per second (each in its own unit) and \
+                         packets/s, each disk's read / written MB/s \
                          and I/O per second{}",
                         if left_out.is_empty() {
                             String::new()

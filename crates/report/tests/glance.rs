@@ -639,8 +639,9 @@ fn a_telemetry_cells_two_figures_have_the_same_places() {
     );
 }
 
-/// Each NIC's rates are in a unit of their own: a management NIC's hundreds of bits per
-/// second read `0.000000403` Gbit/s beside the loaded one's (acceptance P, 6).
+/// Each NIC rate is in a unit of its own: a management NIC's hundreds of bits per second
+/// read `0.000000403` Gbit/s beside the loaded one's (acceptance P, 6), and a stream's
+/// 9.3 Gbit/s one way read `9336601.819` kbit/s beside its acknowledgements' 9 Mbit/s.
 #[test]
 fn a_quiet_nics_rates_are_in_a_unit_of_their_own() {
     let mut run = kv_run(&Spec {
@@ -650,26 +651,31 @@ fn a_quiet_nics_rates_are_in_a_unit_of_their_own() {
     });
     for r in &mut run.results {
         for t in &mut r.telemetry_summary {
-            t.nics = vec![model::NicRate {
-                name: "mgmt0".into(),
-                rx_bytes_per_s: 50.0,
-                tx_bytes_per_s: 100.0,
+            let nic = |name: &str, rx: f64, tx: f64| model::NicRate {
+                name: name.into(),
+                rx_bytes_per_s: rx,
+                tx_bytes_per_s: tx,
                 rx_packets_per_s: 1.0,
                 tx_packets_per_s: 1.0,
                 rx_drops_per_s: 0.0,
                 tx_drops_per_s: 0.0,
-            }];
+            };
+            t.nics = vec![
+                nic("mgmt0", 50.0, 100.0),
+                nic("eth0", 1_167_075_227.0, 1_144_360.0),
+            ];
         }
     }
     let tv = report::views::telemetry_views(std::slice::from_ref(&run));
     let t = &tv[0].tables[0];
-    let c = t.head.iter().position(|h| h == "mgmt0 rx / tx bit/s");
-    let c = c.unwrap_or_else(|| panic!("{:?}", t.head));
-    assert!(
-        t.rows.iter().all(|r| r[c] == "400.000 / 800.000"),
-        "{:?}",
-        t.rows
-    );
+    for (nic, cell) in [
+        ("mgmt0", "400 bit/s / 800 bit/s"),
+        ("eth0", "9.34 Gbit/s / 9.15 Mbit/s"),
+    ] {
+        let c = t.head.iter().position(|h| *h == format!("{nic} rx / tx"));
+        let c = c.unwrap_or_else(|| panic!("{:?}", t.head));
+        assert!(t.rows.iter().all(|r| r[c] == cell), "{:?}", t.rows);
+    }
 }
 
 /// Acceptance pass F, F9: the report showed no telemetry beyond per-CPU %: context
@@ -729,7 +735,7 @@ fn host_telemetry_table_per_run_and_host() {
             "Test",
             "Context switches/s",
             "Interrupts/s",
-            "eth<0>| rx / tx Gbit/s",
+            "eth<0>| rx / tx",
             "eth<0>| rx / tx packets/s",
             "vda read / write MB/s",
             "vda read / write IOPS",
@@ -754,7 +760,7 @@ fn host_telemetry_table_per_run_and_host() {
         [
             "12,000",
             "30,000",
-            "1.000 / 2.000",
+            "1.00 Gbit/s / 2.00 Gbit/s",
             "100,000 / 200,000",
             "1.00 / 4.00",
             "10.0 / 20.0",
@@ -770,7 +776,7 @@ fn host_telemetry_table_per_run_and_host() {
         sec.contains("### &lt;script&gt;x&lt;/script&gt;&amp;\"\\|: telemetry on local"),
         "{sec}"
     );
-    assert!(sec.contains("| eth&lt;0&gt;\\| rx / tx Gbit/s |"), "{sec}");
+    assert!(sec.contains("| eth&lt;0&gt;\\| rx / tx |"), "{sec}");
     let h = report::html(std::slice::from_ref(&run), None);
     assert!(h.contains(r#"<h2 id="telemetry">Host telemetry</h2>"#));
     // Among the report's section links (review H, 18.10).
@@ -778,7 +784,7 @@ fn host_telemetry_table_per_run_and_host() {
         h.contains(r##"<a href="#cpu">CPU</a><a href="#telemetry">Host telemetry</a>"##),
         "{h}"
     );
-    assert!(h.contains("<th>eth&lt;0&gt;| rx / tx Gbit/s</th>"));
+    assert!(h.contains("<th>eth&lt;0&gt;| rx / tx</th>"));
     assert!(!h.contains("<script>x") && !h.contains("eth<0>"));
 }
 

@@ -3645,6 +3645,14 @@ fn compare_names_a_difference_of_power_provenance() {
         "{}",
         power.verdict
     );
+    // The report's power cells name the model too, as compare and the TCO do: a run's
+    // `model system` alone read as the other's.
+    let p = report::derive::points(0, &b)[0].power().unwrap();
+    assert_eq!(p.source, "model system (100:300 W)");
+    assert!(
+        report::html(std::slice::from_ref(&b), None).contains("model system (100:300 W)"),
+        "the HTML report does not name the model"
+    );
     // Found on the hosts, not declared: hardware, named but not held against the runs.
     let ipmi = kv_run(&Spec {
         power: Power::Ipmi(300.0),

@@ -307,6 +307,17 @@ fn crypto_rsa_table_and_chart() {
         .push(model::Flag::warning("other_load", "busy"));
     let svg = chart(&warned);
     assert!(svg.contains('⚠') && svg.contains("other_load"), "{svg}");
+    // A point whose repetitions vary is marked as the other charts mark it (the RSA
+    // chart took its results' own flags only, never the point's `high_variation`).
+    let mut unsteady = clean.clone();
+    let mut again = unsteady.results[0].clone();
+    again.repetition += 1;
+    for m in &mut again.metrics {
+        m.value *= 1.5;
+    }
+    unsteady.results.push(again);
+    let svg = chart(&unsteady);
+    assert!(svg.contains("high_variation"), "{svg}");
     // Absent elsewhere.
     let h = report::html(&[mem_run()], None);
     assert!(!h.contains("RSA operations per second"));

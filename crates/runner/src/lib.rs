@@ -19,7 +19,7 @@ use anyhow::Context;
 use engine::host::{CommandsFor, Host, TelemetrySettings};
 use engine::workload::{Ctx, Params, Progress, Registration, Workload};
 use hosts::{Catalog, HostSet};
-use model::{Fact, Flag, HostDisclosure, Metric, ResultRecord, RunRecord, Status};
+use model::{cv_pct, Fact, Flag, HostDisclosure, Metric, ResultRecord, RunRecord, Status};
 use serde_json::Value;
 
 pub use roles::{HostsPlan, PointRoles};
@@ -377,17 +377,6 @@ fn expected_size(point: &Params) -> (u64, u64) {
             0,
         ),
     }
-}
-
-/// Coefficient of variation (sample standard deviation / mean) in percent.
-pub fn cv_pct(xs: &[f64]) -> Option<f64> {
-    if xs.len() < 2 {
-        return None;
-    }
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
 }
 
 /// Flags found after a point's results were stored (its check, `--until-cv` not met),
@@ -1683,14 +1672,10 @@ fn run_as(
                     if let Some(v) = variant {
                         params.insert("variant".into(), Value::String(v.name.clone()));
                     }
-                    let mut settings = test_settings(&point_settings, &test);
-                    for k in w.unread_by(&test) {
-                        params.remove(k);
-                        settings.remove(k);
-                    }
+                    let settings = test_settings(&point_settings, &test);
                     // What this test's result is, whatever it measures: its partial
                     // outputs and its outcome fill the rest.
-                    let template = ResultRecord {
+                    let mut template = ResultRecord {
                         workload: reg.name.to_string(),
                         test: test.clone(),
                         step,
@@ -1709,6 +1694,7 @@ fn run_as(
                         status: Status::Running,
                         error: None,
                     };
+                    template.drop_unread();
                     *lock(&provisional) = Provisional {
                         template: Some(template.clone()),
                         ..Provisional::default()

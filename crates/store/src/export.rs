@@ -13,7 +13,9 @@
 //!   host (`idle_power_mean_w`, no step). The host column of a metric is the host whose
 //!   figure it is: its `host` label (a load generator's share); a net pair's sender or
 //!   receiver by the end that measured it ([`model::net_figure_end`]), `SENDER>RECEIVER`
-//!   for a figure of the pair; the point's system under test (`sut_host`); else the
+//!   for a figure of the pair; the merged generators (`rbh2+rbh3`) for theirs
+//!   (`loadgen_*`, and the bytes their clients sent and received, `bytes_tx`,
+//!   `bytes_rx`); the point's system under test (`sut_host`); else the
 //!   run's. `params` and `labels` are `k=v;k=v` (a string
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
 //!   `SEVERITY:CODE;...` (`SEVERITY:CODE@HOST` for a flag of one host), plus
@@ -60,6 +62,10 @@ pub const CSV_COLUMNS: [&str; 15] = [
 /// How many of [`CSV_COLUMNS`] the exports of earlier versions have (their header is
 /// these first ones): before `settings` was added, and before `headline`.
 pub const CSV_PAST_WIDTHS: [usize; 2] = [13, 14];
+
+/// The byte counters of a workload's clients (the load generators'): what they sent and
+/// received, the server's the other way round.
+const CLIENT_BYTES: [&str; 2] = ["bytes_tx", "bytes_rx"];
 
 #[derive(Serialize)]
 struct DocRef<'a> {
@@ -150,6 +156,12 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
             );
         }
         check_importable(r)?;
+    }
+    let mut runs = runs;
+    // Records written before the rule meet new ones at their test's point, as the
+    // store's own do when read.
+    for r in runs.iter_mut().flat_map(|r| &mut r.results) {
+        r.drop_unread();
     }
     Ok(runs)
 }
@@ -383,9 +395,11 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
             let point_host = param("sut_host")
                 .or_else(|| param("receiver_host"))
                 .map_or_else(|| default_host.clone(), host_name);
-            // The generators' merged figures (`loadgen_busy_pct` with no `host` label) are
-            // theirs, not the system under test's: named as the merged generators,
-            // `rbh2+rbh3`, as a net pair's figure of both ends is `rbh1>rbh2`.
+            // The generators' merged figures (`loadgen_busy_pct` with no `host` label, and
+            // their clients' byte counters) are theirs, not the system under test's: named
+            // as the merged generators, `rbh2+rbh3`, as a net pair's figure of both ends is
+            // `rbh1>rbh2` (the bytes the clients sent read as the server's `bytes_tx`,
+            // backwards and 26x under what it sent).
             let generators = param("loadgen_hosts").map(|l| {
                 l.split(',')
                     .map(|h| host_name(h.trim()))
@@ -397,7 +411,8 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                 if let Some(h) = labels.get("host") {
                     return host_name(h);
                 }
-                if let Some(g) = generators.as_ref().filter(|_| name.starts_with("loadgen_")) {
+                let theirs = name.starts_with("loadgen_") || CLIENT_BYTES.contains(&name);
+                if let Some(g) = generators.as_ref().filter(|_| theirs) {
                     return g.clone();
                 }
                 match pair {
@@ -1045,12 +1060,17 @@ mod tests {
             model::Metric::new("ops_per_s", 9.0, "ops/s"),
             model::Metric::new("loadgen_busy_pct", 40.0, "%"),
             model::Metric::new("loadgen_busy_pct", 30.0, "%").label("host", "rbh2"),
+            model::Metric::new("bytes_tx", 100.0, "bytes"),
+            model::Metric::new("bytes_rx", 900.0, "bytes"),
         ];
         let rows = csv_rows(run);
         let host = |metric: &str, labels: &str| csv_host(&rows, metric, labels);
         assert_eq!(host("ops_per_s", ""), "rbh1");
         assert_eq!(host("loadgen_busy_pct", ""), "rbh2+rbh3");
         assert_eq!(host("loadgen_busy_pct", "host=rbh2"), "rbh2");
+        // The bytes the clients sent and received: the server received and sent them.
+        assert_eq!(host("bytes_tx", ""), "rbh2+rbh3");
+        assert_eq!(host("bytes_rx", ""), "rbh2+rbh3");
     }
 
     #[test]

@@ -1776,7 +1776,10 @@ fn load_run(conn: &Connection, id: &str, path: &Path) -> anyhow::Result<RunRecor
                 status: parse_status(&status)?,
                 error: row.get(10)?,
             });
-            load_result_children(conn, rid, results.last_mut().expect("just pushed"))?;
+            let r = results.last_mut().expect("just pushed");
+            load_result_children(conn, rid, r)?;
+            // Records stored before the rule meet new ones at their test's point.
+            r.drop_unread();
         }
     }
 

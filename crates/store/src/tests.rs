@@ -1098,3 +1098,41 @@ fn a_label_of_several_runs_says_which_it_took() {
     assert_eq!(store.label_note(&new.id, &new.id).unwrap(), None);
     assert_eq!(store.label_note("latest", &lone.id).unwrap(), None);
 }
+
+/// A crypto result stored before `model::unread_by` kept the knobs its test does not read
+/// (an RSA test's `buffer_sizes` and `bits`): read from the store or from an export, it
+/// meets a new run's at its test's point, not beside it.
+#[test]
+fn knobs_a_test_does_not_read_are_dropped_from_old_records_when_read() {
+    let (_d, store) = tmp_store();
+    let mut run = rich_run("20261120T210703-cccccc", None, t0(0), 1);
+    for (i, test) in ["rsa2048", "sha256"].into_iter().enumerate() {
+        let mut r = rich_result(i as u32, test, 1, t0(1));
+        r.workload = "crypto".into();
+        for m in [&mut r.params, &mut r.settings] {
+            m.insert("bits".into(), serde_json::json!([2048]));
+            m.insert("buffer_sizes".into(), serde_json::json!([16]));
+        }
+        run.results.push(r);
+    }
+    store.import_run(&run).unwrap();
+    let json = export::to_json(std::slice::from_ref(&run));
+    for back in [
+        store.load_run(&run.id).unwrap(),
+        export::from_json(&json).unwrap().remove(0),
+    ] {
+        let of = |test: &str| back.results.iter().find(|r| r.test == test).unwrap();
+        for m in [&of("rsa2048").params, &of("rsa2048").settings] {
+            assert!(
+                !m.contains_key("bits") && !m.contains_key("buffer_sizes"),
+                "{m:?}"
+            );
+        }
+        for m in [&of("sha256").params, &of("sha256").settings] {
+            assert!(
+                !m.contains_key("bits") && m.contains_key("buffer_sizes"),
+                "{m:?}"
+            );
+        }
+    }
+}

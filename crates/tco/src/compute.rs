@@ -28,6 +28,10 @@ pub struct Sourced {
     /// Computed from a declared power model rather than measured.
     #[serde(default)]
     pub modelled: bool,
+    /// The declared power model a modelled figure is of (`60:160`: idle and busy watts),
+    /// when its run kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Unit of a performance figure (`ops/s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
@@ -309,6 +313,8 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
     // 1 and 100 beside one over `get` at pipeline 1 read the second at 0.35x of the first
     // where it was 1.1x).
     let mut mean_of: Option<(&str, &[String])> = None;
+    // The declared power models of the platforms whose power is modelled, with them.
+    let mut models: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for p in &plan.platforms {
         let fr = from_runs.get(&p.name).unwrap_or(&empty);
         let run_hint = |what: &str| -> String {
@@ -357,6 +363,13 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                          draws: check the source it was read from ({})",
                         p.name, s.value, s.source
                     ));
+                }
+                if s.modelled {
+                    let m = s
+                        .model
+                        .as_ref()
+                        .map_or("undeclared".into(), |m| format!("{m} W"));
+                    models.entry(m).or_default().push(&p.name);
                 }
                 (s.value, s.source.clone(), s.modelled)
             }
@@ -549,6 +562,20 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
              rack where power binds) sets a model against a measurement",
             names(&modelled),
             names(&measured)
+        ));
+    }
+    // Two models: every difference from power is the models'.
+    if models.len() > 1 {
+        let each: Vec<String> = models
+            .iter()
+            .map(|(m, names)| format!("{m} for {}", names.join(", ")))
+            .collect();
+        notes.push(format!(
+            "power is not like for like: the watts are of {} different power models ({}); \
+             every difference derived from power (energy, infrastructure, the total, \
+             perf/$, perf/W, and the rack where power binds) is the models'",
+            models.len(),
+            each.join("; ")
         ));
     }
     let baseline = match &plan.baseline {

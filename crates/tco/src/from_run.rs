@@ -329,6 +329,7 @@ fn perf_of(
                     value: best.1,
                     source: format!("run {}: highest headline ({})", run.id, best.0),
                     modelled: false,
+                    model: None,
                     unit: Some(best.2.clone()),
                     run: Some(run.id.clone()),
                 },
@@ -371,13 +372,13 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     // The power source, zones and whether modelled, of the first point that had power,
     // and that point.
     let mut chosen: Option<((String, String, bool), String)> = None;
-    let named = |(source, zones, modelled): &(String, String, bool)| match (
-        modelled,
-        model::declared_power_model(run),
-    ) {
-        (true, Some(m)) => format!("MODELLED {source} {zones} ({m} W)"),
-        (true, None) => format!("MODELLED {source} {zones}"),
-        (false, _) => format!("{source} {zones}"),
+    let named = |(source, zones, modelled): &(String, String, bool)| {
+        let named = model::power_source_named(run, &format!("{source} {zones}"), *modelled);
+        if *modelled {
+            format!("MODELLED {named}")
+        } else {
+            named
+        }
     };
     // The host whose watts were taken (of the first point that had power).
     let mut chosen_host: Option<String> = None;
@@ -516,6 +517,10 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                     means.len()
                 ),
                 modelled: key.2,
+                model: key
+                    .2
+                    .then(|| model::declared_power_model(run).map(str::to_string))
+                    .flatten(),
                 unit: Some("W".to_string()),
                 run: Some(run.id.clone()),
             })

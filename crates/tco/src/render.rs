@@ -26,7 +26,8 @@ pub fn fmt_number(v: f64) -> String {
             out
         }
     } else if a >= 100.0 {
-        format!("{v:.0}")
+        // Half up, as the figures past 1,000 above (`{:.0}` rounds a tie to even).
+        format!("{}", v.round())
     } else if a >= 10.0 {
         format!("{v:.1}")
     } else if a >= 1.0 {

@@ -412,6 +412,56 @@ bom = [{ name = "Server", unit_cost = 6000 }]
     );
 }
 
+/// Two platforms each on a declared power model, two models: every difference from power
+/// is the models' (each footnote named its own, and nothing said they differ).
+#[test]
+fn two_power_models_are_not_like_for_like() {
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 2000
+rack_units = 40
+[[platform]]
+name = "a"
+run = "r1"
+perf = 1000
+bom = [{ name = "Server", unit_cost = 5000 }]
+[[platform]]
+name = "b"
+run = "r2"
+perf = 2000
+bom = [{ name = "Server", unit_cost = 6000 }]
+"#,
+    )
+    .unwrap();
+    let modelled = |run: &str, m: &str, w: f64| -> tco::FromRun {
+        serde_json::from_value(serde_json::json!({
+            "power_w": { "value": w, "source": format!("run {run}: MODELLED model system ({m} W)"),
+                         "modelled": true, "model": m, "run": run },
+            "perf": null,
+        }))
+        .unwrap()
+    };
+    let notes = |b: tco::FromRun| {
+        let runs = BTreeMap::from([
+            ("a".to_string(), modelled("r1", "60:160", 143.0)),
+            ("b".to_string(), b),
+        ]);
+        tco::evaluate(&plan, &runs).unwrap().notes
+    };
+    let two = notes(modelled("r2", "50:200", 180.0));
+    let said = "power is not like for like: the watts are of 2 different power models \
+                (50:200 W for b; 60:160 W for a)";
+    assert!(two.iter().any(|n| n.starts_with(said)), "{two:?}");
+    // One model on both runs: like for like, nothing to say.
+    let one = notes(modelled("r2", "60:160", 180.0));
+    assert!(
+        !one.iter().any(|n| n.contains("not like for like")),
+        "{one:?}"
+    );
+}
+
 /// Acceptance pass K, 5: a platform with no bill of materials was taken as $0 capex,
 /// silently, and published a 12x perf/$ advantage from a forgotten input. It is refused
 /// now, saying what to write; `bom = 0` counts no capex on purpose, with a note; a perf/$

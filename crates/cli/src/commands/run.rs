@@ -1146,7 +1146,7 @@ fn workload_peaks(points: &[Point]) -> String {
             String::new()
         };
         out.push_str(&format!(
-            "{} {test}: {} {}{of} at {}\n",
+            "{} {test}: {} {}{of} at {}{}\n",
             if best.higher_is_better() {
                 "peak"
             } else {
@@ -1154,7 +1154,12 @@ fn workload_peaks(points: &[Point]) -> String {
             },
             report::fmt::num(head.mean),
             best.headline_unit(),
-            at.join(" ")
+            at.join(" "),
+            // As the repetitions' line above and the report's summary flag it: the verdict
+            // read plain over a mean of 273k-417k.
+            best.unsteady()
+                .map(|f| format!("  ! {}", f.code))
+                .unwrap_or_default(),
         ));
     }
     out
@@ -1236,6 +1241,18 @@ mod tests {
         let s = report::derive::summary(&kv);
         assert_eq!(s.rows[0].chosen, ["instances=2"]);
         assert_eq!(s.rows[0].perf, [Some(125_000.0)]);
+        // A peak whose repetitions vary is flagged, as its repetitions' line is (it read
+        // plain over a mean of 273k-417k).
+        run.results = vec![
+            rep("kv", set, ("instances", 1), 0, 90_000.0, Ok),
+            rep("kv", set, ("instances", 2), 0, 100_000.0, Ok),
+            rep("kv", set, ("instances", 2), 1, 150_000.0, Ok),
+            rep("kv", set, ("instances", 2), 2, 125_000.0, Ok),
+        ];
+        assert_eq!(
+            peaks(&run),
+            "\npeak set: 125,000 ops/s (mean of 3 repetitions) at instances=2  ! high_variation\n",
+        );
     }
 
     /// Variants are the settings under study: each has its peaks, and `variant` is no
@@ -1724,7 +1741,7 @@ mix = "tpcc"
 
     #[test]
     fn cv_of_a_constant_is_zero_and_needs_two_values() {
-        use runner::cv_pct;
+        use model::cv_pct;
         assert_eq!(cv_pct(&[5.0]), None);
         assert_eq!(cv_pct(&[5.0, 5.0, 5.0]), Some(0.0));
         let cv = cv_pct(&[9.0, 10.0, 11.0]).unwrap();

@@ -721,7 +721,9 @@ pub fn fmt_num(v: f64) -> String {
     }
     let a = v.abs();
     if a >= 1000.0 {
-        format!("{v:.0}")
+        // Half up, as the report's tables round (`{:.0}` rounds a tie to even: a mean of
+        // 118,036.5 read 118036 here and 118,037 there).
+        format!("{}", v.round())
     } else if a >= 100.0 {
         format!("{v:.1}")
     } else if a >= 1.0 {
@@ -1435,6 +1437,10 @@ mod tests {
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(123456.7), "123457");
+        // A tie rounds half up, as the report's tables do (it read 118036 there 118,037).
+        assert_eq!(fmt_num(118036.5), "118037");
+        assert_eq!(report::fmt::num(118036.5), "118,037");
+        assert_eq!(report::fmt::num(100.5), "101");
         assert_eq!(fmt_num(123.456), "123.5");
         assert_eq!(fmt_num(12.346), "12.35");
         assert_eq!(fmt_num(0.012345), "0.0123");

@@ -54,12 +54,14 @@ pub fn run(
                 engine::cpu_use::list(&pinned)
             ),
         ));
-    } else if threads > 2 * cpus_here {
+    } else if threads > cpus_here {
+        // Unpinned as pinned: past the CPUs, threads take turns (4 threads on 2 CPUs
+        // went unflagged, its "peak" time-shared).
         base.flags.push(Flag::warning(
             "threads_oversubscribed",
             format!(
-                "{threads} threads on {cpus_here} logical CPUs: past 2x the CPUs the threads \
-                 queue for them, and the rates are of time-shared CPUs"
+                "{threads} threads on {cpus_here} logical CPUs: threads share a CPU, and the \
+                 rates are of time-shared CPUs, not of more cores"
             ),
         ));
     }
