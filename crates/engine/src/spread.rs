@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use model::{Flag, Metric, MissingMetric};
+use model::{Flag, Metric, MissingMetric, START_FIGURES};
 
 use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::{LoadOutcome, LoadSpec};
@@ -290,9 +290,6 @@ pub struct Driven {
 /// each known from its final report only.
 const NOT_AT_CHECKPOINT: &str = "each load generator says when it began in its report at \
     the end of the test: this result is a checkpoint taken while the test ran";
-
-/// What the per-generator figures a checkpoint leaves out are named.
-const START_FIGURES: [&str; 3] = ["start_skew_max_s", "start_spread_s", "window_overlap_s"];
 
 /// A driver's report back into a load outcome (the drivers send [`WireOutcome`]).
 pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {

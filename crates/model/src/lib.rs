@@ -328,6 +328,22 @@ pub fn stream_spread(metrics: &[Metric], end: Option<&str>) -> Option<(f64, f64,
     Some((min, max, rates.len()))
 }
 
+/// How the load generators of a many-host test started together (the latest one's skew
+/// from the first, the spread of their starts, the time all of them measured): theirs,
+/// not the server's.
+pub const START_FIGURES: [&str; 3] = ["start_skew_max_s", "start_spread_s", "window_overlap_s"];
+
+/// Whether a result's metric `name` (without a `host` label) is the load generators'
+/// together rather than the system under test's: their merged CPU (`loadgen_*`), how they
+/// started ([`START_FIGURES`]), and the bytes their clients sent and received (the
+/// server's the other way round: they read as its own, backwards and 26x under what it
+/// sent).
+pub fn of_the_generators(name: &str) -> bool {
+    name.starts_with("loadgen_")
+        || START_FIGURES.contains(&name)
+        || ["bytes_tx", "bytes_rx"].contains(&name)
+}
+
 /// The knobs of a sweep point that `workload`'s `test` does not read (crypto's buffer
 /// sizes in an RSA or ECDSA test, its `bits` list in every test: each RSA test names its
 /// own key size): no part of the test's point, so that runs that differ in them alone

@@ -22,6 +22,18 @@ pub struct HeadlinePower {
     pub modelled: bool,
 }
 
+impl HeadlinePower {
+    /// `ipmi-dcmi system`, `rapl package-0+dram-0`, `model system (60:160 W)`: how a
+    /// figure's source is named wherever it is shown ([`crate::power_source_named`]).
+    pub fn named(&self, run: &crate::RunRecord) -> String {
+        crate::power_source_named(
+            run,
+            &format!("{} {}", self.source, self.zones.join("+")),
+            self.modelled,
+        )
+    }
+}
+
 /// Whole-server sources that measure, most trusted first. A wall meter is an instrument
 /// the user named (`--power-meter`), as SPECpower requires one; IPMI DCMI is the BMC's
 /// reading of its power supplies, integer watts; an ACPI power meter (hwmon

@@ -1107,11 +1107,6 @@ pub(crate) fn power_of_summary(
     }
 }
 
-/// `ipmi-dcmi system`, `rapl package-0+dram-0`: how the report names a figure's source.
-pub(crate) fn source_label(h: &HeadlinePower) -> String {
-    format!("{} {}", h.source, h.zones.join("+"))
-}
-
 /// The same source measured idle on `host`, when the run has every zone of it.
 pub(crate) fn idle_for(run: &RunRecord, host: &str, h: &HeadlinePower) -> Option<f64> {
     let idle = run.idle_power.iter().find(|i| i.host == host)?;
@@ -1675,11 +1670,7 @@ impl Powered<'_> {
                 watts: w,
                 basis: *basis,
                 idle_w: idle_for(run, host, h),
-                source: model::power_source_named(
-                    run,
-                    &source_label(h),
-                    *basis == PowerBasis::Modelled,
-                ),
+                source: h.named(run),
                 shared_with_loadgen: self
                     .reps
                     .iter()
@@ -1741,7 +1732,7 @@ fn idle_missing(run: &RunRecord, powered: &Powered) -> String {
     let Some((_, h, host)) = &powered.chosen else {
         return "no power figure".to_string();
     };
-    let source = source_label(h);
+    let source = h.named(run);
     match run.idle_power.iter().find(|i| &i.host == host) {
         None if run
             .plan

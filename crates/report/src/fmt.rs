@@ -117,7 +117,8 @@ pub fn watts(v: f64) -> String {
 /// rounds to the nearest one.
 pub fn count(v: f64) -> String {
     if v.is_finite() {
-        format!("{v:.0}")
+        // Half up, as [`num`] (`{:.0}` rounds a tie to even: 90.5 read 90 here, 91 there).
+        format!("{}", v.round())
     } else {
         "n/a".into()
     }

@@ -17,8 +17,8 @@ use model::{CpuUtil, HostDisclosure, ResultRecord, RunRecord, Status, TelemetryS
 use serde_json::Value;
 
 use crate::derive::{
-    idle_for, natural_cmp, param_str, points, power_of_summary, run_labels, source_label,
-    stored_cpu_list, PowerBasis,
+    idle_for, natural_cmp, param_str, points, power_of_summary, run_labels, stored_cpu_list,
+    PowerBasis,
 };
 use crate::fmt::{esc, num};
 
@@ -284,7 +284,7 @@ fn end_rep(
     };
     match power_of_summary(ts) {
         Ok((h, basis)) => {
-            let (w, source) = (h.mean_watts, source_label(&h));
+            let (w, source) = (h.mean_watts, h.named(run));
             e.idle = idle_for(run, host, &h);
             if e.idle.is_none() {
                 why.add(
@@ -1066,7 +1066,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 let power: Vec<(f64, PowerBasis, String)> = sums
                     .iter()
                     .filter_map(|t| match power_of_summary(t) {
-                        Ok((h, basis)) => Some((h.mean_watts, basis, source_label(&h))),
+                        Ok((h, basis)) => Some((h.mean_watts, basis, h.named(run))),
                         Err(e) => {
                             why.add(h, format!("power: {e}"));
                             None

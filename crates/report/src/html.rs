@@ -969,12 +969,15 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                 };
                 let _ = write!(
                     h,
-                    r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td>{} {}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
+                    r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td>{}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
                     esc(&labels[i]),
                     esc(&model::host_display_name(&runs[i].hosts, &ip.host)),
                     esc(&duration),
-                    esc(&p.source),
-                    esc(&p.zone),
+                    esc(&model::power_source_named(
+                        &runs[i],
+                        &format!("{} {}", p.source, p.zone),
+                        p.modelled
+                    )),
                     if p.modelled {
                         r#" <span class="modelled">modelled</span>"#
                     } else if !p.whole_system {

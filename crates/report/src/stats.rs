@@ -78,7 +78,8 @@ impl Sample {
         })
     }
 
-    /// Coefficient of variation in percent (PTS flags above ~2.5-3.5%).
+    /// Coefficient of variation in percent (PTS flags above ~2.5-3.5%): [`model::cv_pct`]
+    /// of the values it summarises, from their mean and sd.
     pub fn cv_pct(&self) -> Option<f64> {
         self.sd
             .filter(|_| self.mean != 0.0)

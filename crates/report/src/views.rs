@@ -2744,9 +2744,10 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 "Context switches/s".into(),
                 "Interrupts/s".into(),
             ];
-            // Each NIC rate in its own unit ([`crate::fmt::bit_rate`]): a stream's 9.3
-            // Gbit/s one way and its acknowledgements' 9 Mbit/s the other read
-            // `9336601.819 / 9154.879` in a column's kbit/s, and an idle management NIC
+            // Each NIC rate in its own unit ([`crate::fmt::bit_rate`]): one unit for a
+            // column, chosen by its slowest rate, put a stream's 9.3 Gbit/s in kbit/s
+            // (`9336601.819 / 9154.879`, another row's UDP ACKs under 1 Mbit/s), and an
+            // idle management NIC
             // `0.000000403` Gbit/s in the loaded one's (acceptance P, 6).
             for n in &nics {
                 head.push(format!("{n} rx / tx"));

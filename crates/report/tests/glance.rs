@@ -640,8 +640,9 @@ fn a_telemetry_cells_two_figures_have_the_same_places() {
 }
 
 /// Each NIC rate is in a unit of its own: a management NIC's hundreds of bits per second
-/// read `0.000000403` Gbit/s beside the loaded one's (acceptance P, 6), and a stream's
-/// 9.3 Gbit/s one way read `9336601.819` kbit/s beside its acknowledgements' 9 Mbit/s.
+/// read `0.000000403` Gbit/s beside the loaded one's (acceptance P, 6), and one column
+/// unit over rx and tx put a stream's 9.3 Gbit/s in the unit of its ACKs' few Mbit/s
+/// (`9336.602 / 9.155` Mbit/s; `9336601.819` kbit/s where another row was slower).
 #[test]
 fn a_quiet_nics_rates_are_in_a_unit_of_their_own() {
     let mut run = kv_run(&Spec {

@@ -14,8 +14,8 @@
 //!   figure it is: its `host` label (a load generator's share); a net pair's sender or
 //!   receiver by the end that measured it ([`model::net_figure_end`]), `SENDER>RECEIVER`
 //!   for a figure of the pair; the merged generators (`rbh2+rbh3`) for theirs
-//!   (`loadgen_*`, and the bytes their clients sent and received, `bytes_tx`,
-//!   `bytes_rx`); the point's system under test (`sut_host`); else the
+//!   ([`model::of_the_generators`]: `loadgen_*`, how they started, the bytes their
+//!   clients sent and received); the point's system under test (`sut_host`); else the
 //!   run's. `params` and `labels` are `k=v;k=v` (a string
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
 //!   `SEVERITY:CODE;...` (`SEVERITY:CODE@HOST` for a flag of one host), plus
@@ -62,10 +62,6 @@ pub const CSV_COLUMNS: [&str; 15] = [
 /// How many of [`CSV_COLUMNS`] the exports of earlier versions have (their header is
 /// these first ones): before `settings` was added, and before `headline`.
 pub const CSV_PAST_WIDTHS: [usize; 2] = [13, 14];
-
-/// The byte counters of a workload's clients (the load generators'): what they sent and
-/// received, the server's the other way round.
-const CLIENT_BYTES: [&str; 2] = ["bytes_tx", "bytes_rx"];
 
 #[derive(Serialize)]
 struct DocRef<'a> {
@@ -395,11 +391,10 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
             let point_host = param("sut_host")
                 .or_else(|| param("receiver_host"))
                 .map_or_else(|| default_host.clone(), host_name);
-            // The generators' merged figures (`loadgen_busy_pct` with no `host` label, and
-            // their clients' byte counters) are theirs, not the system under test's: named
-            // as the merged generators, `rbh2+rbh3`, as a net pair's figure of both ends is
-            // `rbh1>rbh2` (the bytes the clients sent read as the server's `bytes_tx`,
-            // backwards and 26x under what it sent).
+            // The generators' merged figures ([`model::of_the_generators`]: `loadgen_busy_pct`
+            // with no `host` label, their clients' byte counters) are theirs, not the
+            // system under test's: named as the merged generators, `rbh2+rbh3`, as a net
+            // pair's figure of both ends is `rbh1>rbh2`.
             let generators = param("loadgen_hosts").map(|l| {
                 l.split(',')
                     .map(|h| host_name(h.trim()))
@@ -411,8 +406,10 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                 if let Some(h) = labels.get("host") {
                     return host_name(h);
                 }
-                let theirs = name.starts_with("loadgen_") || CLIENT_BYTES.contains(&name);
-                if let Some(g) = generators.as_ref().filter(|_| theirs) {
+                if let Some(g) = generators
+                    .as_ref()
+                    .filter(|_| model::of_the_generators(name))
+                {
                     return g.clone();
                 }
                 match pair {
@@ -1062,15 +1059,18 @@ mod tests {
             model::Metric::new("loadgen_busy_pct", 30.0, "%").label("host", "rbh2"),
             model::Metric::new("bytes_tx", 100.0, "bytes"),
             model::Metric::new("bytes_rx", 900.0, "bytes"),
+            model::Metric::new("start_spread_s", 0.01, "s"),
         ];
         let rows = csv_rows(run);
         let host = |metric: &str, labels: &str| csv_host(&rows, metric, labels);
         assert_eq!(host("ops_per_s", ""), "rbh1");
         assert_eq!(host("loadgen_busy_pct", ""), "rbh2+rbh3");
         assert_eq!(host("loadgen_busy_pct", "host=rbh2"), "rbh2");
-        // The bytes the clients sent and received: the server received and sent them.
-        assert_eq!(host("bytes_tx", ""), "rbh2+rbh3");
-        assert_eq!(host("bytes_rx", ""), "rbh2+rbh3");
+        // The bytes the clients sent and received: the server received and sent them;
+        // how the generators started is theirs too.
+        for m in ["bytes_tx", "bytes_rx", "start_spread_s"] {
+            assert_eq!(host(m, ""), "rbh2+rbh3", "{m}");
+        }
     }
 
     #[test]

@@ -364,12 +364,10 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                         p.name, s.value, s.source
                     ));
                 }
-                if s.modelled {
-                    let m = s
-                        .model
-                        .as_ref()
-                        .map_or("undeclared".into(), |m| format!("{m} W"));
-                    models.entry(m).or_default().push(&p.name);
+                // A run that did not keep its model (stored before runs kept it) is on
+                // one unknown: no note either way.
+                if let Some(m) = s.model.as_ref().filter(|_| s.modelled) {
+                    models.entry(format!("{m} W")).or_default().push(&p.name);
                 }
                 (s.value, s.source.clone(), s.modelled)
             }

@@ -292,9 +292,11 @@ pub fn efficiency_table(run: &RunRecord) -> String {
                     .as_ref()
                     .map_or_else(dash, |h| report::fmt::watts(h.mean_watts)),
             ),
-            Cell::left(power.as_ref().map_or_else(dash, |h| {
-                format!("{} {}{}", h.source, h.zones.join("+"), kind(h))
-            })),
+            Cell::left(
+                power
+                    .as_ref()
+                    .map_or_else(dash, |h| format!("{}{}", h.named(run), kind(h))),
+            ),
             Cell::right(match (per_w, &power) {
                 (Some(v), Some(h)) => format!("{} {unit}/W{}", fmt_num(v), kind(h)),
                 _ => dash(),
@@ -1437,7 +1439,7 @@ mod tests {
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(123456.7), "123457");
-        // A tie rounds half up, as the report's tables do (it read 118036 there 118,037).
+        // A tie rounds half up, as the report's tables do (118036 here, 118,037 there).
         assert_eq!(fmt_num(118036.5), "118037");
         assert_eq!(report::fmt::num(118036.5), "118,037");
         assert_eq!(report::fmt::num(100.5), "101");
@@ -2012,6 +2014,10 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("PERF/W of a latency: none; a latency is not a throughput"),
             "{t}"
         );
+        // The source names the model its watts are of, as the report and compare do.
+        run.plan = serde_json::json!({ "run": { "power_model": "60:160" } });
+        let t = efficiency_table(&run);
+        assert!(t.contains("model system (60:160 W) (modelled)"), "{t}");
     }
 
     /// Flag messages, errors and missing figures of an imported run (a hostile export)

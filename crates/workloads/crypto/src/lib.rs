@@ -133,8 +133,9 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     if cfg.threads == 0 || cfg.threads > MAX_THREADS {
         let here = engine::launch::online_cpus();
         bail!(
-            "crypto: `threads` = {} is out of range: use 1 to {MAX_THREADS} (more than the \
-             logical CPUs share them: {here} on this machine, e.g. --threads 1..{here}:x2)",
+            "crypto: `threads` = {} is out of range: use 1 to {MAX_THREADS} (threads past the \
+             logical CPUs take turns on them: {here} on this machine, e.g. --threads \
+             1..{here}:x2)",
             cfg.threads
         );
     }

@@ -1,6 +1,7 @@
 //! The `net` workload: TCP stream and UDP throughput between a sender and a receiver
 //! (`rackbench net serve`, a separate process reachable by address), each end pinned to
-//! chosen CPUs, as the iperf3 study in seeds/002 measures (METHODS.md 4).
+//! the CPUs given (unpinned without), as the iperf3 study in seeds/002 measures
+//! (METHODS.md 4).
 //!
 //! The receiver is the system under test's side and the sender the load generator's, so
 //! the workload is split along that line: [`service`] starts the receiver on the system
@@ -186,7 +187,7 @@ fn tcp_len() -> usize {
 pub fn registration() -> engine::Registration {
     engine::Registration {
         name: "net",
-        about: "TCP stream and UDP throughput, loss and jitter against `rackbench net serve`, each end pinned",
+        about: "TCP stream and UDP throughput, loss and jitter against `rackbench net serve`, each end pinned where CPUs are given",
         list_keys: &["tests", "udp_payload", "sender_cpus", "receiver_cpus"],
         text_keys: &["target", "receiver_bin"],
         flags: |c| Flags::augment_args(c),
