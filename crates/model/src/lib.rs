@@ -350,9 +350,8 @@ pub fn of_the_generators(name: &str) -> bool {
 /// meet there (a run of rsa2048 alone and one of rsa2048 and sha256 were two rsa2048
 /// points, `buffer_sizes` apart, and a side's mean dropped a run).
 pub fn unread_by(workload: &str, test: &str) -> &'static [&'static str] {
-    let t = test.to_ascii_lowercase();
     match workload {
-        "crypto" if t.starts_with("rsa") || t == "ecdsap256" => &["bits", "buffer_sizes"],
+        "crypto" if test.starts_with("rsa") || test == "ecdsap256" => &["bits", "buffer_sizes"],
         "crypto" => &["bits"],
         _ => &[],
     }

@@ -1470,8 +1470,8 @@ fn power_of(p: &crate::derive::Point) -> Option<RunPower> {
             ));
         }
     }
-    // A model's figure names its declared watts ([`model::power_source_named`]): two
-    // models are two sources.
+    // A model's source names its declared watts ([`model::power::HeadlinePower::named`]):
+    // two models are two sources.
     Some(RunPower {
         basis: power.basis,
         source: power.source,

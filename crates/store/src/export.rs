@@ -93,7 +93,7 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
     let v: serde_json::Value = serde_json::from_str(s)
         .context("not JSON; expected a rackbench export (`rackbench export --format json`)")?;
     // The runs, and each one's raw object, to find what parsing would drop.
-    let (runs, raw): (Vec<RunRecord>, Vec<&serde_json::Value>) = match &v {
+    let (mut runs, raw): (Vec<RunRecord>, Vec<&serde_json::Value>) = match &v {
         serde_json::Value::Object(o) if o.contains_key("runs") => {
             let version = o.get("format_version").and_then(|v| v.as_u64());
             match version {
@@ -153,7 +153,6 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
         }
         check_importable(r)?;
     }
-    let mut runs = runs;
     // Records written before the rule meet new ones at their test's point, as the
     // store's own do when read.
     for r in runs.iter_mut().flat_map(|r| &mut r.results) {

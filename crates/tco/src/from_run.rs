@@ -517,10 +517,9 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                     means.len()
                 ),
                 modelled: key.2,
-                model: key
-                    .2
-                    .then(|| model::declared_power_model(run).map(str::to_string))
-                    .flatten(),
+                model: model::declared_power_model(run)
+                    .filter(|_| key.2)
+                    .map(str::to_string),
                 unit: Some("W".to_string()),
                 run: Some(run.id.clone()),
             })
