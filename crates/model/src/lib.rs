@@ -880,13 +880,14 @@ pub fn declared_power_model(run: &RunRecord) -> Option<&str> {
     run.plan.get("run")?.get("power_model")?.as_str()
 }
 
-/// A power figure's source as shown: a modelled one with its declared model's watts
-/// (`model system (60:160 W)`), wherever it is named (a report's power cell, a compare's
-/// source, a TCO's), so that two models are two sources everywhere.
-pub fn power_source_named(run: &RunRecord, source: &str, modelled: bool) -> String {
+/// A power figure's source and zones as shown (`ipmi-dcmi system`, `rapl
+/// package-0+dram-0`): a modelled one with its declared model's watts (`model system
+/// (60:160 W)`), wherever it is named (a report's power cell, a compare's source, a
+/// TCO's), so that two models are two sources everywhere.
+pub fn power_source_named(run: &RunRecord, source: &str, zones: &str, modelled: bool) -> String {
     match declared_power_model(run) {
-        Some(m) if modelled => format!("{source} ({m} W)"),
-        _ => source.to_string(),
+        Some(m) if modelled => format!("{source} {zones} ({m} W)"),
+        _ => format!("{source} {zones}"),
     }
 }
 

@@ -26,11 +26,7 @@ impl HeadlinePower {
     /// `ipmi-dcmi system`, `rapl package-0+dram-0`, `model system (60:160 W)`: how a
     /// figure's source is named wherever it is shown ([`crate::power_source_named`]).
     pub fn named(&self, run: &crate::RunRecord) -> String {
-        crate::power_source_named(
-            run,
-            &format!("{} {}", self.source, self.zones.join("+")),
-            self.modelled,
-        )
+        crate::power_source_named(run, &self.source, &self.zones.join("+"), self.modelled)
     }
 }
 

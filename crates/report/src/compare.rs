@@ -1417,7 +1417,8 @@ fn levels_source(r: &model::ResultRecord, run: &RunRecord) -> Option<String> {
     let label = |k: &str| m.labels.get(k).map_or("", String::as_str);
     Some(model::power_source_named(
         run,
-        &format!("{} {}", label("source"), label("scope")),
+        label("source"),
+        label("scope"),
         label("source").starts_with("model"),
     ))
 }
@@ -1470,8 +1471,6 @@ fn power_of(p: &crate::derive::Point) -> Option<RunPower> {
             ));
         }
     }
-    // A model's source names its declared watts ([`model::power::HeadlinePower::named`]):
-    // two models are two sources.
     Some(RunPower {
         basis: power.basis,
         source: power.source,

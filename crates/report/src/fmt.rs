@@ -315,6 +315,9 @@ mod tests {
         assert_eq!(whole_or_num(0.25), "0.250");
         assert_eq!(count(90.6), "91");
         assert_eq!(count_in_table(91.5), "92");
+        // A tie rounds half up under 1,000 too (`{:.0}` made 90.5 read 90).
+        assert_eq!(count(90.5), "91");
+        assert_eq!(count_in_table(90.5), "91");
         assert_eq!(count_in_table(123_456.4), "123,456");
         assert!(model::is_count_unit("transactions"));
         assert!(!model::is_count_unit("transactions/min"));

@@ -974,9 +974,7 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     esc(&model::host_display_name(&runs[i].hosts, &ip.host)),
                     esc(&duration),
                     esc(&model::power_source_named(
-                        &runs[i],
-                        &format!("{} {}", p.source, p.zone),
-                        p.modelled
+                        &runs[i], &p.source, &p.zone, p.modelled
                     )),
                     if p.modelled {
                         r#" <span class="modelled">modelled</span>"#

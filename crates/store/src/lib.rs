@@ -826,11 +826,16 @@ fn imported_results(run: &RunRecord) -> Vec<ResultRecord> {
     provisional_closed(run, &imported_status(run).1)
 }
 
-/// `run`'s results, a test's provisional one (no process here will replace it) closed
-/// as interrupted, for `error` or, with none, the run having ended before it.
+/// `run`'s results as stored: a test's provisional one (no process here will replace
+/// it) closed as interrupted, for `error` or, with none, the run having ended before it,
+/// and without the knobs a test does not read, as [`load_run`] gives them back (an
+/// import's copy is set against the stored one as read).
 fn provisional_closed(run: &RunRecord, error: &Option<String>) -> Vec<ResultRecord> {
     let mut results = run.results.clone();
     interrupt_provisional(&mut results, error.as_deref().unwrap_or(ENDED_BEFORE));
+    for r in &mut results {
+        r.drop_unread();
+    }
     results
 }
 

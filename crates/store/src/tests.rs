@@ -1135,4 +1135,9 @@ fn knobs_a_test_does_not_read_are_dropped_from_old_records_when_read() {
             );
         }
     }
+    // The same record imported again, knobs and all, is the stored one, not a copy that
+    // differs from it.
+    let again = store.import_all(std::slice::from_ref(&run)).unwrap();
+    assert_eq!(again.skipped, [run.id.clone()]);
+    assert!(again.differing.is_empty(), "{again:?}");
 }

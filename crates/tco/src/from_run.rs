@@ -373,7 +373,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     // and that point.
     let mut chosen: Option<((String, String, bool), String)> = None;
     let named = |(source, zones, modelled): &(String, String, bool)| {
-        let named = model::power_source_named(run, &format!("{source} {zones}"), *modelled);
+        let named = model::power_source_named(run, source, zones, *modelled);
         if *modelled {
             format!("MODELLED {named}")
         } else {
@@ -450,7 +450,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                     }
                 }
                 Some(h) => {
-                    let z = format!("{} {}", h.source, h.zones.join("+"));
+                    let z = h.named(run);
                     if !components.contains(&z) {
                         components.push(z);
                     }
@@ -644,6 +644,8 @@ mod tests {
         .unwrap();
         let power = from_run(&run, &plan.platforms[0]).power_w.unwrap();
         assert!(power.modelled, "{power:?}");
+        // The model itself, for the TCO's note on two platforms of two models.
+        assert_eq!(power.model.as_deref(), Some("60:160"));
         assert!(
             power.source.contains("MODELLED model system (60:160 W)"),
             "{}",

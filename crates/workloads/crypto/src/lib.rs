@@ -335,6 +335,25 @@ mod tests {
     use engine::host::Roles;
     use serde_json::json;
 
+    /// `model::unread_by` names crypto's tests by hand (the store applies it to old records
+    /// and knows no workload): it must agree with the tests this workload runs, every key
+    /// test reading neither `bits` nor the buffer sizes, every bulk test its buffer sizes.
+    #[test]
+    fn the_knobs_model_says_a_test_does_not_read_are_the_ones_it_does_not() {
+        let cfg = parse_config(&params(json!({}))).unwrap();
+        let tests = expand_tests(&cfg).unwrap();
+        assert!(tests.len() > 4, "{tests:?}");
+        for t in &tests {
+            let unread = model::unread_by("crypto", t);
+            match Op::parse(t).unwrap() {
+                Op::Rsa(_) | Op::EcdsaP256 => {
+                    assert_eq!(unread, ["bits", "buffer_sizes"], "{t}")
+                }
+                _ => assert_eq!(unread, ["bits"], "{t}"),
+            }
+        }
+    }
+
     /// A context whose one local host is both system under test and load generator (the
     /// single-host run).
     fn on_local() -> Ctx {
