@@ -14,6 +14,10 @@
 # minute); the medians of those paired ratios are printed last.
 #
 # Usage: bench/http_vs_wrk.sh [ROUNDS] [CONNECTIONS] [DURATION_S] [FILE_BYTES]
+# Environment: CLIENT_IO=auto|epoll|io_uring (rackbench's --client-io, default auto);
+# NEIGHBOUR=1 keeps a CPU-bound process pinned to the client's CPU throughout, so both
+# clients time-share their CPU with a busy neighbour (a loaded load-generator host): the
+# requests/s then differ from run to run, and the CPU per request is the figure to read.
 # Needs: nginx (apt-get install nginx-light), wrk (apt-get install wrk), jq, and a release
 # build (cargo build --release -p rackbench) or RACKBENCH=/path/to/rackbench.
 set -euo pipefail
@@ -26,6 +30,8 @@ DUR=${3:-10}
 SIZE=${4:-1024}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+CLIENT_IO=${CLIENT_IO:-auto}
+NEIGHBOUR=${NEIGHBOUR:-0}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RACKBENCH=${RACKBENCH:-$ROOT/target/release/rackbench}
 
@@ -67,7 +73,15 @@ http {
 EOF
 taskset -c "$SERVER_CPU" nginx -p "$DIR" -c "$DIR/nginx.conf" -e "$DIR/error.log" &
 NGINX=$!
-cleanup() { kill "$NGINX" 2>/dev/null || true; wait "$NGINX" 2>/dev/null || true; rm -rf "$DIR"; }
+NEIGHBOUR_PID=
+if [ "$NEIGHBOUR" = 1 ]; then
+    taskset -c "$CLIENT_CPU" bash -c 'while :; do :; done' &
+    NEIGHBOUR_PID=$!
+fi
+cleanup() {
+    [ -z "$NEIGHBOUR_PID" ] || kill "$NEIGHBOUR_PID" 2>/dev/null || true
+    kill "$NGINX" 2>/dev/null || true; wait "$NGINX" 2>/dev/null || true; rm -rf "$DIR"
+}
 trap cleanup EXIT
 for _ in $(seq 50); do
     curl -sf -o /dev/null "http://127.0.0.1:$PORT/index.html" 2>/dev/null && break
@@ -112,7 +126,7 @@ rackbench_run() {
     local cpu rps n us loop
     cpu=$(cpu_of taskset -c "$CLIENT_CPU" "$RACKBENCH" run http --target "$URL" \
         --connections "$CONNS" --threads 1 --duration "$DUR" --warmup 0 \
-        --client-cpus "$CLIENT_CPU" --no-telemetry --db "$DIR/results.db" --json --quiet)
+        --client-cpus "$CLIENT_CPU" --client-io "$CLIENT_IO" --no-telemetry --db "$DIR/results.db" --json --quiet)
     [ "$(cat "$DIR/rc.txt")" = 0 ] || failed rackbench "exit status $(cat "$DIR/rc.txt")"
     jq -e . "$DIR/out.txt" >/dev/null 2>&1 || failed rackbench "its output is not JSON"
     if [ -s "$DIR/err.txt" ]; then echo "rackbench said: $(head -c 300 "$DIR/err.txt")" >&2; fi
@@ -136,7 +150,7 @@ done
 
 median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END { if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 echo
-echo "medians of $ROUNDS rounds, $CONNS connections, ${DUR}s, ${SIZE}-byte file, nginx on CPU $SERVER_CPU, client on CPU $CLIENT_CPU:"
+echo "medians of $ROUNDS rounds, $CONNS connections, ${DUR}s, ${SIZE}-byte file, nginx on CPU $SERVER_CPU, client on CPU $CLIENT_CPU (rackbench --client-io $CLIENT_IO)$([ "$NEIGHBOUR" = 1 ] && echo ", beside a busy neighbour"):"
 printf "  wrk:       %10.0f req/s  %6.2f us client CPU per request\n" "$(median "${W_RPS[@]}")" "$(median "${W_CPU[@]}")"
 printf "  rackbench: %10.0f req/s  %6.2f us client CPU per request (load loop alone: %.2f us)\n" \
     "$(median "${R_RPS[@]}")" "$(median "${R_CPU[@]}")" "$(median "${R_LOOP[@]}")"

@@ -556,7 +556,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let mut cells: BTreeMap<RsaCell, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     // The warnings of each cell's sweep point, marked on the chart as on every chart
     // against a swept parameter.
-    let mut warned: BTreeMap<RsaCell, String> = BTreeMap::new();
+    let mut warned: BTreeMap<RsaCell, Vec<String>> = BTreeMap::new();
     let points = labelled_points(run, wl, |_| true, true, &["threads"]);
     for (point, codes, r) in points.iter().flat_map(|(label, p)| {
         let codes = crate::charts::warning_codes(p);
@@ -602,8 +602,15 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             }
         }
         for (k, (s, v)) in mine {
+            // Two points meeting in one cell (differing only in what the table does not
+            // show) mark it with both's codes, each once: it kept the last one's alone.
             if let Some(codes) = &codes {
-                warned.insert(k.clone(), codes.clone());
+                let cell = warned.entry(k.clone()).or_default();
+                for c in codes.split(", ") {
+                    if !cell.iter().any(|x| x == c) {
+                        cell.push(c.to_string());
+                    }
+                }
             }
             let e = cells.entry(k).or_default();
             e.0.extend(s);
@@ -646,7 +653,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             if let Some(s) = s {
                 pts.push((*t as f64, s));
                 if let Some(codes) = warned.get(&key) {
-                    flagged.push((*t as f64, codes.clone()));
+                    flagged.push((*t as f64, codes.join(", ")));
                 }
             }
         }

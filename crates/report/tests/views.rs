@@ -1422,6 +1422,46 @@ fn crypto_points_that_differ_beyond_threads_are_separate_rows() {
     assert!(!m.contains("2,500"), "averaged: {m}");
 }
 
+/// Two points meeting in one cell of the RSA chart (one test of 2048-bit keys, one of
+/// several sizes, at one thread) mark it with both's warnings: it showed the last one's.
+#[test]
+fn crypto_points_meeting_in_one_cell_mark_it_with_both_warnings() {
+    let mut r = run(
+        "crypto-cells",
+        "crypto",
+        vec![
+            (
+                "rsa2048",
+                serde_json::json!({ "threads": 1 }),
+                vec![Metric::new("signs_per_s", 2000.0, "ops/s")],
+            ),
+            (
+                "rsa",
+                serde_json::json!({ "threads": 1 }),
+                vec![Metric::new("signs_per_s", 2100.0, "ops/s")
+                    .label("bits", 2048)
+                    .label("threads", 1)],
+            ),
+        ],
+    );
+    r.results[0]
+        .flags
+        .push(model::Flag::warning("other_load", "busy"));
+    r.results[1]
+        .flags
+        .push(model::Flag::warning("shares_cpus", "shared"));
+    let svg = report::views::views(std::slice::from_ref(&r), "crypto")
+        .into_iter()
+        .flat_map(|v| v.figures)
+        .find(|f| f.0.contains("RSA signs/s vs threads"))
+        .expect("the RSA chart")
+        .1;
+    assert!(
+        svg.contains("other_load") && svg.contains("shares_cpus"),
+        "{svg}"
+    );
+}
+
 #[test]
 fn crypto_summary_per_test_in_its_unit_without_a_geomean() {
     let mut r = crypto_run();

@@ -393,10 +393,23 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
             // The generators' merged figures ([`model::of_the_generators`]: `loadgen_busy_pct`
             // with no `host` label, their clients' byte counters) are theirs, not the
             // system under test's: named as the merged generators, `rbh2+rbh3`, as a net
-            // pair's figure of both ends is `rbh1>rbh2`.
+            // pair's figure of both ends is `rbh1>rbh2`. After a generator was lost, the
+            // merge is the survivors' alone: those with a `loadgen_cpu_s` of their own that
+            // was not kept from a checkpoint (one generator alone has none labelled).
+            let reported = |h: &str| {
+                r.metrics.iter().any(|m| {
+                    m.name == "loadgen_cpu_s"
+                        && m.labels.get("host").map(String::as_str) == Some(h)
+                        && !m.labels.contains_key("until_checkpoint_s")
+                })
+            };
             let generators = param("loadgen_hosts").map(|l| {
-                l.split(',')
-                    .map(|h| host_name(h.trim()))
+                let all: Vec<&str> = l.split(',').map(str::trim).collect();
+                let survivors: Vec<&str> = all.iter().copied().filter(|h| reported(h)).collect();
+                let merged = if survivors.is_empty() { all } else { survivors };
+                merged
+                    .into_iter()
+                    .map(host_name)
                     .collect::<Vec<_>>()
                     .join("+")
             });
@@ -1070,6 +1083,32 @@ mod tests {
         for m in ["bytes_tx", "bytes_rx", "start_spread_s"] {
             assert_eq!(host(m, ""), "rbh2+rbh3", "{m}");
         }
+    }
+
+    /// A generator lost mid-test: the merged figures are the survivor's alone, so they
+    /// name it alone (they named `rbh2+rbh3`, rbh3's figures being in none of them). The
+    /// lost one's own figures, kept from a checkpoint, keep its name.
+    #[test]
+    fn csv_host_of_the_merged_figures_after_a_generator_was_lost_is_the_survivors() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.params.insert("sut_host".into(), "rbh1".into());
+        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
+        r.metrics = vec![
+            model::Metric::new("ops_per_s", 9.0, "ops/s"),
+            model::Metric::new("loadgen_busy_pct", 40.0, "%"),
+            model::Metric::new("loadgen_cpu_s", 4.0, "s").label("host", "rbh2"),
+            model::Metric::new("loadgen_cpu_s", 1.0, "s")
+                .label("host", "rbh3")
+                .label("until_checkpoint_s", "4.0"),
+        ];
+        let rows = csv_rows(run);
+        let host = |metric: &str, labels: &str| csv_host(&rows, metric, labels);
+        assert_eq!(host("loadgen_busy_pct", ""), "rbh2");
+        assert_eq!(
+            host("loadgen_cpu_s", "host=rbh3;until_checkpoint_s=4.0"),
+            "rbh3"
+        );
     }
 
     #[test]
