@@ -1011,12 +1011,35 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             if p.capacity_phase().is_some() {
                 continue;
             }
-            let ok = p.valid();
-            // No valid repetition (a run stopped in its first): no figure of any host,
-            // and the results table says why; a table of headings alone said nothing.
+            // No valid repetition (the test failed, was interrupted, or is invalid): each
+            // host's figures up to where it stopped, from the results that have any, the
+            // table said to be partial, so that a failure reads host by host (which one
+            // was saturated, which went quiet); `show` and the report had no host's
+            // figure of it. None at all: no table (one of headings alone said nothing).
+            let valid = p.valid();
+            let partial = valid.is_empty();
+            let ok: Vec<&ResultRecord> = if partial {
+                p.results
+                    .iter()
+                    .copied()
+                    .filter(|r| !r.telemetry_summary.is_empty())
+                    .collect()
+            } else {
+                valid
+            };
             if ok.is_empty() {
                 continue;
             }
+            let reps = if partial {
+                format!(
+                    "{} repetition(s) of {} that did not complete (failed, interrupted or \
+                     invalid), each up to where it stopped",
+                    ok.len(),
+                    p.results.len()
+                )
+            } else {
+                format!("{} valid repetition(s) of {}", ok.len(), p.results.len())
+            };
             let headline = p.headline_name().to_string();
             let gen_metric = |r: &ResultRecord, host: &str| {
                 r.metric(&headline, &[("host", host)])
@@ -1160,11 +1183,13 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 ));
             }
             notes.push(format!(
-                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo, a bridge's or bond's members (counted on it, or only forwarded), an Open vSwitch bridge's ports (counted on its internal port, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait (%steal included), the mean over the host's CPUs: 100 is every CPU busy, where the per-CPU tables' %CPU used is in % of one CPU.",
-                ok.len(),
-                p.results.len()
+                "CPU, NIC and power: median of {reps}; NIC traffic sums every NIC but lo, a bridge's or bond's members (counted on it, or only forwarded), an Open vSwitch bridge's ports (counted on its internal port, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait (%steal included), the mean over the host's CPUs: 100 is every CPU busy, where the per-CPU tables' %CPU used is in % of one CPU."
             ));
-            if gen_unit.is_some() {
+            if gen_unit.is_some() && partial {
+                notes.push(format!(
+                    "{headline} per generator: mean of {reps}; a generator lost during the test shows what it had measured by the test's last checkpoint, where one was taken (its host_lost flag says when)."
+                ));
+            } else if gen_unit.is_some() {
                 // Whether they do add up: the headline is the whole count over the union
                 // of the generators' windows, which is their sum only while the windows
                 // coincide (acceptance K, F2).
@@ -1195,10 +1220,15 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             }
             out.push(HostTable {
                 caption: format!(
-                    "{}{} {}: per host",
+                    "{}{} {}: per host{}",
                     who(runs, ri, &labels),
                     p.workload,
-                    p.label()
+                    p.label(),
+                    if partial {
+                        " (partial: the test did not complete)"
+                    } else {
+                        ""
+                    }
                 ),
                 groups: vec![],
                 head,
