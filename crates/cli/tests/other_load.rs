@@ -51,6 +51,20 @@ fn a_crypto_test_beside_a_busy_process_is_warned_of_it() {
             .any(|f| f["code"] == "other_load"),
         "the driver's own CPU taken for another's: {flags}"
     );
+    // Watched as the work, not as a load generator: crypto has none (a CSV filtered on
+    // `role=loadgen` took the RSA worker's CPU for a generator's).
+    let roles: Vec<&str> = quiet["results"][0]["telemetry_summary"][0]["procs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        ["work"],
+        "{}",
+        quiet["results"][0]["telemetry_summary"]
+    );
     let _spin = Spinner(
         std::process::Command::new("sh")
             .args(["-c", "while :; do :; done"])

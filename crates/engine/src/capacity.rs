@@ -976,6 +976,11 @@ impl Objective {
     }
 }
 
+/// How to give a generator that could not keep up more CPU, in flags every workload with
+/// one has (oltp has no `--threads`: its users are its threads).
+pub const MORE_GENERATOR_CPU: &str = "give the generator more CPUs (more --threads where the \
+     workload has them, --client-cpus, or another --loadgen host)";
+
 /// Search for the highest offered rate meeting an objective.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SearchConfig {
@@ -1322,8 +1327,8 @@ pub fn search(
             res.note = Some(format!(
                 "the generator could not hold {rate:.0}/s ({late_pct:.1}% of its requests \
                  sent more than 1 ms late with a connection free for them): its miss is the \
-                 client's, not the server's, so the search stopped there and {answer}; give \
-                 the generator more --threads or CPUs of its own"
+                 client's, not the server's, so the search stopped there and {answer}; {}",
+                MORE_GENERATOR_CPU
             ));
             res.generator_bound_rate_per_s = Some(rate);
             break;
@@ -2641,13 +2646,13 @@ mod tests {
         assert_eq!(r.lowest_failing_rate_per_s, None);
         assert_eq!(r.generator_bound_rate_per_s, Some(4800.0));
         assert_eq!(
-            r.note.as_deref(),
-            Some(
+            r.note,
+            Some(format!(
                 "the generator could not hold 4800/s (100.0% of its requests sent more than \
                  1 ms late with a connection free for them): its miss is the client's, not \
                  the server's, so the search stopped there and the answer is at least \
-                 2400/s; give the generator more --threads or CPUs of its own"
-            )
+                 2400/s; {MORE_GENERATOR_CPU}"
+            ))
         );
         let last = r.points.last().unwrap();
         assert!(

@@ -1118,7 +1118,7 @@ fn server_not_busy(step: &RateStep, unit: &str) -> Option<Flag> {
         .iter()
         .filter(|m| m.name == "process_cpu_pct")
         .filter_map(|m| Some((m.labels.get("role")?, m.value)))
-        .filter(|(role, _)| *role != model::LOADGEN_PROCESS)
+        .filter(|(role, _)| !model::is_rackbench_process(role))
         .collect();
     let (role, busiest) = server.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     let sum: f64 = server.iter().map(|(_, pct)| pct).sum();
@@ -1127,11 +1127,12 @@ fn server_not_busy(step: &RateStep, unit: &str) -> Option<Flag> {
             "saturation_not_server_cpu",
             format!(
                 "at the saturation step ({:.0} {unit}) the server's processes used {sum:.0}% \
-                 of a CPU in all (the busiest, {role}, {busiest:.0}%): the server's CPU was \
-                 not the limit; the load generator (see its CPU and behind_schedule; give it \
-                 more --threads or CPUs of its own), the network, or the server's own waits \
-                 (locks, disk) may be",
-                step.demanded_rate_per_s
+                 of a CPU in all (the busiest, {role}, {busiest:.0}%): they were not held \
+                 back by their own CPU time; the load generator (see its CPU and \
+                 behind_schedule; {}), the network, the server's own waits (locks, disk), \
+                 or other processes taking the host's CPUs (see other_load) may be",
+                step.demanded_rate_per_s,
+                crate::capacity::MORE_GENERATOR_CPU
             ),
         )
     })
@@ -1806,6 +1807,14 @@ mod tests {
                 "at the saturation step (800 ops/s) the server's processes used 40% of a CPU \
                  in all (the busiest, server:worker0, 40%)"
             ),
+            "{}",
+            f.message
+        );
+        // Advice every workload can take (oltp has no --threads), and other processes on
+        // the host named among the causes (the host read 99% busy beside it).
+        assert!(
+            f.message.contains(crate::capacity::MORE_GENERATOR_CPU)
+                && f.message.contains("other_load"),
             "{}",
             f.message
         );

@@ -48,17 +48,26 @@ pub fn own_arch() -> &'static str {
     std::env::consts::ARCH
 }
 
-/// Servers rackbench can launch on this host, found as a launch would find them.
+/// Servers rackbench can launch on this host, found as a launch would find them: on
+/// PATH, or where Debian keeps a daemon off a user's PATH (`mariadbd` in /usr/sbin: oltp
+/// ran `--engine mariadb` on a host whose check listed no MariaDB).
 pub fn servers_here() -> BTreeMap<String, Option<String>> {
     [
         ("redis-server", "redis-server"),
         ("nginx", "nginx-light"),
         ("postgres", "postgresql"),
+        ("mariadbd", "mariadb-server"),
     ]
     .into_iter()
     .map(|(bin, pkg)| {
         let found = engine::launch::find_binary(bin, pkg)
             .ok()
+            .or_else(|| {
+                ["/usr/sbin", "/usr/bin"]
+                    .iter()
+                    .map(|d| std::path::Path::new(d).join(bin))
+                    .find(|p| p.is_file())
+            })
             .map(|p| p.display().to_string());
         (bin.to_string(), found)
     })
@@ -394,6 +403,19 @@ pub fn end_everything(host: &Arc<LocalHost>, limit: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MariaDB's server is listed where it is installed, though Debian keeps it in
+    /// /usr/sbin, off a plain user's PATH (the check listed redis, nginx and postgres only).
+    #[test]
+    fn an_installed_mariadb_is_listed() {
+        let s = servers_here();
+        let installed = std::path::Path::new("/usr/sbin/mariadbd").is_file();
+        assert_eq!(
+            s.get("mariadbd").map(Option::is_some),
+            Some(installed),
+            "{s:?}"
+        );
+    }
 
     /// A handler that panics is answered with an error that says so, never left
     /// unanswered.

@@ -87,13 +87,18 @@ impl LocalHost {
             .with_context(|| format!("this rackbench has no workload `{workload}`"))
     }
 
-    /// Watch this process as the host's load generator, once: a second drive of the
-    /// same sweep point keeps the CPU counted since the first (watching again would
-    /// start it over).
-    fn watch_loadgen(&self) {
+    /// Watch this process, once, as the host's load generator, or as the work itself
+    /// where the workload has no server (crypto, mem): a second drive of the same sweep
+    /// point keeps the CPU counted since the first (watching again would start it over).
+    fn watch_driver(&self, reg: &Registration) {
         if let Some(s) = self.sampler() {
             if !s.watches(self.loadgen_pid) {
-                s.watch_process_alone(model::LOADGEN_PROCESS, self.loadgen_pid);
+                let role = if reg.has_server {
+                    model::LOADGEN_PROCESS
+                } else {
+                    model::WORK_PROCESS
+                };
+                s.watch_process_alone(role, self.loadgen_pid);
             }
         }
     }
@@ -233,7 +238,7 @@ impl Host for LocalHost {
         }
         // Its checkpoints are handed as this generator's.
         progress.generator.store(job.index, Ordering::Relaxed);
-        self.watch_loadgen();
+        self.watch_driver(&reg);
         let called = SystemTime::now();
         let report = driver(job, progress);
         let ended = SystemTime::now();
@@ -400,11 +405,17 @@ mod tests {
         })
     }
 
+    /// Samples with rackbench's own process in them: as the work, where the workload has
+    /// no server (this test's `spin`, as crypto and mem), never as a load generator.
     fn loadgen_samples(host: &LocalHost) -> usize {
-        host.telemetry_take()
-            .unwrap()
+        let samples = host.telemetry_take().unwrap();
+        assert!(samples
             .iter()
-            .filter(|s| s.procs.iter().any(|p| p.role == "loadgen"))
+            .flat_map(|s| &s.procs)
+            .all(|p| p.role != model::LOADGEN_PROCESS));
+        samples
+            .iter()
+            .filter(|s| s.procs.iter().any(|p| p.role == model::WORK_PROCESS))
             .count()
     }
 

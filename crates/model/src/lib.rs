@@ -143,6 +143,17 @@ const COUNT_UNITS: &[&str] = &[
 /// `receiver`).
 pub const LOADGEN_PROCESS: &str = "loadgen";
 
+/// The telemetry role of rackbench's own process where its threads are the work measured
+/// (crypto, mem: no server, no load generator). It was [`LOADGEN_PROCESS`] before, and a
+/// CSV filtered on `role=loadgen` took an RSA worker's CPU for a generator's.
+pub const WORK_PROCESS: &str = "work";
+
+/// Whether a watched process is rackbench's own (a load generator's, or the work's),
+/// not the system under test's: a run stored before [`WORK_PROCESS`] has `loadgen` for both.
+pub fn is_rackbench_process(role: &str) -> bool {
+    role == LOADGEN_PROCESS || role == WORK_PROCESS
+}
+
 /// FNV-1a, 64 bits: a hash stable across builds and platforms (std's is not), for a
 /// report's seal and a test's key stream. No defence against forgery.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {

@@ -306,7 +306,7 @@ impl Comparison {
     /// whose power rows hold the load generator's work.
     pub fn table_notes(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.averages_percentiles() {
+        if self.averages_runs() {
             out.push(MEANS_OF_RUNS_NOTE.to_string());
         }
         if !self.loadgen_in_power.is_empty() {
@@ -318,13 +318,12 @@ impl Comparison {
         out
     }
 
-    /// Whether [`MEANS_OF_RUNS_NOTE`] is said: a latency row with several runs on a side.
-    pub fn averages_percentiles(&self) -> bool {
+    /// Whether [`MEANS_OF_RUNS_NOTE`] is said: a row with several runs on a side.
+    pub fn averages_runs(&self) -> bool {
         self.rows.iter().any(|r| {
-            r.metric.starts_with("latency_")
-                && [&r.a, &r.b]
-                    .iter()
-                    .any(|s| s.as_ref().is_some_and(|s| s.n > 1))
+            [&r.a, &r.b]
+                .iter()
+                .any(|s| s.as_ref().is_some_and(|s| s.n > 1))
         })
     }
 
@@ -2609,7 +2608,7 @@ pub fn multiple_rows_note(tested: usize) -> String {
 /// Said under a comparison whose latency rows average several runs on a side: a run's
 /// own tables give the percentile of its repetitions' merged histograms, another figure
 /// (acceptance M, 4: a variant's p99 read 613 us here and 641 us in its Results table).
-pub const MEANS_OF_RUNS_NOTE: &str = "A side's figure is the mean over its runs (a variant's repetitions are its runs): a latency percentile is the mean of the runs' percentiles, not the percentile of their merged histograms that a run's own tables give, and the two can differ.";
+pub const MEANS_OF_RUNS_NOTE: &str = "A side's figure is the mean over its runs (a variant's repetitions are its runs): a ratio (per W, CPU per operation) is the mean of its numerators over the mean of its denominators, not the mean of the runs' own ratios, and its interval is the delta method's; a latency percentile is the mean of the runs' percentiles, not the percentile of their merged histograms that a run's own tables give, and the two can differ.";
 
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {

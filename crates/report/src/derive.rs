@@ -982,7 +982,11 @@ fn counted_cpu(
     if WORK_IN_DRIVER.contains(&r.workload.as_str()) {
         // The work's own process where it was watched; else the host's CPUs (a record
         // from before the process was watched), as on a host that ran nothing else.
-        if let Some(p) = ts.procs.iter().find(|p| p.role == model::LOADGEN_PROCESS) {
+        if let Some(p) = ts
+            .procs
+            .iter()
+            .find(|p| model::is_rackbench_process(&p.role))
+        {
             return Ok(CpuFigure {
                 pct: p.total_pct(),
                 basis: CpuBasis::WorkProcess,
@@ -992,7 +996,7 @@ fn counted_cpu(
         let server: Vec<&model::ProcCpu> = ts
             .procs
             .iter()
-            .filter(|p| p.role != model::LOADGEN_PROCESS)
+            .filter(|p| !model::is_rackbench_process(&p.role))
             .collect();
         if server.is_empty() {
             return Err(

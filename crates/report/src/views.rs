@@ -1865,7 +1865,7 @@ fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<
             if m.name == "process_cpu_pct"
                 && m.labels
                     .get("role")
-                    .is_some_and(|role| role != model::LOADGEN_PROCESS)
+                    .is_some_and(|role| !model::is_rackbench_process(role))
             {
                 *step.entry(SERVER_CPU.into()).or_insert(0.0) += m.value;
             }

@@ -1094,7 +1094,11 @@ pub fn other_load_flags(
                 .iter()
                 .chain(summaries)
                 .find(|o| o.host == server)
-                .is_some_and(|o| o.procs.iter().any(|p| p.role != "loadgen"));
+                .is_some_and(|o| {
+                    o.procs
+                        .iter()
+                        .any(|p| !model::is_rackbench_process(&p.role))
+                });
             if !watched {
                 continue;
             }

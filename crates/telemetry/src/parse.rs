@@ -463,7 +463,7 @@ fn meter_numbers(text: &str) -> Vec<MeterNumber> {
 
 /// Parse a power meter command's output: exactly one number, in watts (`231.5`,
 /// `231.5 W`, `231.5W`, `power: 99 watts`) or another scale of them (`0.42 kW`, read
-/// 420 W; `450 mW`), 0 or more and at most [`METER_MAX_W`]. Else what is wrong with it,
+/// 420 W; `450 mW`), more than 0 and at most [`METER_MAX_W`]. Else what is wrong with it,
 /// in words that follow "the command " (`printed nothing`, `printed negative watts (-5)`,
 /// `printed "230 V": volts, not watts`). Numbers in another quantity's unit beside the
 /// watts are left out (`230V 1.2A 276W` is 276 W).
@@ -487,6 +487,12 @@ pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
         [(tok, w)] if !w.is_finite() => Err(format!("printed {tok:?}, not a number of watts")),
         [(tok, w)] if *w < 0.0 => Err(format!(
             "printed negative watts ({tok}): a meter reads 0 W or more; check its sign and units"
+        )),
+        // A running system draws power: 0 W is an outlet switched off, another device, or
+        // a meter not reading (stored as a measured 0 W, it read as a server drawing none).
+        [(tok, w)] if *w == 0.0 => Err(format!(
+            "printed {tok:?}, no power at all, where the system it meters is running: it reads \
+             an outlet that is off, another device, or nothing; check what it meters"
         )),
         [(tok, w)] if *w > METER_MAX_W => Err(format!(
             "printed {tok}{}, more than the {} kW one server can draw: check its units (mW?)",
@@ -685,7 +691,13 @@ mod tests {
         assert_eq!(parse_meter_watts("231.5 W"), Ok(231.5));
         assert_eq!(parse_meter_watts("power: 99W"), Ok(99.0));
         assert_eq!(parse_meter_watts("power: 99 watts\n"), Ok(99.0));
-        assert_eq!(parse_meter_watts("0"), Ok(0.0));
+        // A running system draws power: 0 W is a meter that reads nothing of it.
+        assert!(parse_meter_watts("0")
+            .unwrap_err()
+            .contains("no power at all"));
+        assert!(parse_meter_watts("0.0 W")
+            .unwrap_err()
+            .contains("check what it meters"));
         // Another scale of watts is read in it: `0.42 kW` read 0.42 W, the unit dropped.
         assert_eq!(parse_meter_watts("0.42 kW"), Ok(420.0));
         assert_eq!(parse_meter_watts("0.42kW"), Ok(420.0));

@@ -376,7 +376,16 @@ fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
              the export under that name",
             path.display()
         ),
-        _ => Ok(ExportFormat::Json),
+        Some("json") | None => Ok(ExportFormat::Json),
+        // A dated name's last part (`runs-2024.06.01`) is no file type.
+        Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => Ok(ExportFormat::Json),
+        // `-o runs.xlsx` wrote JSON under a spreadsheet's name, and said it had exported.
+        Some(other) => anyhow::bail!(
+            "export -o {}: export writes JSON (.json) or CSV (.csv), and .{other} is \
+             neither; name the file .json or .csv, or give --format json|csv to write the \
+             export under this name",
+            path.display()
+        ),
     }
 }
 
@@ -1943,6 +1952,26 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
     /// A capacity test's steps and a TPC-C run's consistency check, as the report has
     /// them (its views), printed by `show` below its own tables; units read from a
     /// stored run reach the terminal escaped.
+    /// The export's format from -o's name: JSON, CSV, or a refusal naming both (a
+    /// spreadsheet's name got JSON); no extension is JSON, as the default.
+    #[test]
+    fn an_export_name_of_neither_json_nor_csv_is_refused() {
+        let of = |p: &str| export_format_of(Path::new(p));
+        assert_eq!(of("runs.json").unwrap(), ExportFormat::Json);
+        assert_eq!(of("runs.CSV").unwrap(), ExportFormat::Csv);
+        assert_eq!(of("runs").unwrap(), ExportFormat::Json);
+        assert_eq!(of("runs-2024.06.01").unwrap(), ExportFormat::Json);
+        let err = of("runs.xlsx").unwrap_err().to_string();
+        assert!(
+            err.contains(".xlsx is neither") && err.contains("--format"),
+            "{err}"
+        );
+        assert!(of("runs.html")
+            .unwrap_err()
+            .to_string()
+            .contains("rackbench report"));
+    }
+
     #[test]
     fn show_prints_capacity_steps_and_the_consistency_check() {
         let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);

@@ -1153,8 +1153,9 @@ impl MemBench {
                 "bandwidth_unsteady",
                 format!(
                     "the 1-thread figures varied between runs ({}): the other thread counts \
-                     were checked against the higher (reference_bandwidth_gb_per_s), and may \
-                     scale past n x the one shown; rerun on a quieter host",
+                     were checked against the higher of the two (the one shown, or \
+                     reference_bandwidth_gb_per_s), and their scaling over the one shown is \
+                     not to be read from them; rerun on a quieter host",
                     said.join("; ")
                 ),
             ));
