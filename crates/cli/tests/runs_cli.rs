@@ -680,6 +680,28 @@ fn reading_commands_never_make_a_store() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A run that no name matches is said once, with how to list the runs once: `compare`
+/// and `report` wrapped the store's words in their own, saying both twice.
+#[test]
+fn a_run_no_name_matches_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    for args in [
+        &["compare", "latest", "nosuchrun"][..],
+        &["report", "nosuchrun"],
+        &["show", "nosuchrun"],
+    ] {
+        let out = rackbench(&db, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("no run matches `nosuchrun`"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.matches("rackbench runs").count(), 1, "{args:?}: {err}");
+    }
+}
+
 /// `import a b c`: each file whole or not at all, an outcome per file, and a non-zero
 /// exit when any failed; the files that read are imported whatever became of the others.
 #[test]

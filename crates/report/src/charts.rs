@@ -645,7 +645,7 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
         .filter(|p| p.capacity_phase().is_none())
         .collect();
     let mut out = Vec::new();
-    for param in derive::varying_params(&every) {
+    for param in derive::chart_axes(&every) {
         if !every
             .iter()
             .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))
@@ -899,7 +899,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
             .filter(|p| p.headline_name() == headline && p.headline_unit() == *unit)
             .cloned()
             .collect();
-        for param in derive::varying_params(&all) {
+        for param in derive::chart_axes(&all) {
             if !all
                 .iter()
                 .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))

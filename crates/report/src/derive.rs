@@ -405,6 +405,19 @@ pub fn varying_params(points: &[Point]) -> Vec<String> {
         .collect()
 }
 
+/// How long a test measured, not the load it offered: no chart's x axis (two runs that
+/// differed in `--duration` alone drew "power vs duration" and "perf/W vs duration").
+const MEASURE_LENGTH: [&str; 3] = ["duration", "requests", "warmup"];
+
+/// The parameters a chart may draw its x axis along: those that vary among `points`
+/// ([`varying_params`]), less how long each measured ([`MEASURE_LENGTH`]).
+pub fn chart_axes(points: &[Point]) -> Vec<String> {
+    varying_params(points)
+        .into_iter()
+        .filter(|k| !MEASURE_LENGTH.contains(&k.as_str()))
+        .collect()
+}
+
 /// Legend names for the series of one chart, one per point: the run's label first when
 /// the chart shows more than one run, then the test and the parameters that differ among
 /// these points (less `skip`, the chart's x axis). What every series shares is the

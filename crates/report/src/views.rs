@@ -1878,6 +1878,34 @@ fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<
 /// A step's watched server processes' CPU, in percent of one CPU (see [`steps`]).
 const SERVER_CPU: &str = "server_cpu_pct";
 
+/// A steps table's latency heading: of one transaction type where the steps time that
+/// one alone, named as TPC-C names it (oltp's steps time `new_order`: `New-Order p99 ms`;
+/// it read `p99 ms`, as if of every transaction), else plain.
+fn step_latency_head(r: &ResultRecord, phase: &str, pct: &str) -> String {
+    let txn = r
+        .metrics
+        .iter()
+        .find(|m| {
+            m.name == "latency_p99_ns" && m.labels.get("phase").map(String::as_str) == Some(phase)
+        })
+        .and_then(|m| m.labels.get("txn"));
+    match txn {
+        Some(t) => {
+            let words: Vec<String> = t
+                .split('_')
+                .map(|w| {
+                    let mut c = w.chars();
+                    c.next()
+                        .map(|f| f.to_uppercase().chain(c).collect())
+                        .unwrap_or_default()
+                })
+                .collect();
+            format!("{} {pct} ms", words.join("-"))
+        }
+        None => format!("{pct} ms"),
+    }
+}
+
 /// Said under a steps table with the server's CPU beside the host's.
 const STEP_CPU_MEANING: &str = "Host CPU busy % is the mean over all the host's CPUs, the load generator's work among it where it ran there (an open loop spins a core); Server %CPU is the watched server processes' CPU summed, in percent of one CPU (above 100 when they use several).";
 
@@ -2206,8 +2234,8 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<View
                 "Step",
                 format!("Demanded {u}").as_str(),
                 format!("Reply {u}").as_str(),
-                "p50 ms",
-                "p99 ms",
+                step_latency_head(r, "ramp", "p50").as_str(),
+                step_latency_head(r, "ramp", "p99").as_str(),
                 "Errors %",
                 "Late %",
             ]
@@ -2485,6 +2513,9 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
+                // As the ramp's: a level its generator could not keep is not of its load
+                // (behind_schedule named 25.7% late at 100% with no column to show it).
+                m.get("late_pct").map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
                 m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("power_w")
@@ -2543,7 +2574,8 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
                 "Level",
                 format!("Target {u}").as_str(),
                 format!("Reply {u}").as_str(),
-                "p99 ms",
+                step_latency_head(r, "levels", "p99").as_str(),
+                "Late %",
                 "Host CPU busy %",
                 "Server %CPU",
                 "Power W",

@@ -805,6 +805,27 @@ fn a_comparison_says_its_percentiles_are_means_of_runs() {
     assert!(!report::compare::compare_text(&single).contains(note));
 }
 
+/// How long a test measured is no chart's axis: runs that differed in `--duration` alone
+/// drew "power vs duration" and "perf/W vs duration", as if length were load. The same
+/// points swept along a load knob are drawn.
+#[test]
+fn no_chart_is_drawn_against_how_long_a_test_measured() {
+    let swept = kv_run(&Spec::default());
+    let h = report::html(std::slice::from_ref(&swept), None);
+    assert!(h.contains("vs instances"));
+    for knob in ["duration", "requests", "warmup"] {
+        let mut run = swept.clone();
+        for r in run.results.iter_mut() {
+            let v = r.params.remove("instances").unwrap();
+            r.params.insert(knob.into(), v);
+        }
+        let h = report::html(std::slice::from_ref(&run), None);
+        assert!(!h.contains(&format!("vs {knob}")), "{knob}");
+        // Its points are still apart, in the tables.
+        assert!(h.contains(&format!("{knob}=")), "{knob}");
+    }
+}
+
 /// Acceptance M, 7: a point whose repetitions vary by more than 10% (cv) is flagged, and
 /// the summary cell that takes it as a column's best carries the flag; a steady one is not.
 #[test]

@@ -340,7 +340,7 @@ pub fn footnotes(t: &TcoResult) -> Vec<String> {
         None => String::new(),
     };
     out.push(format!(
-        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} year{}{infra}",
+        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} year{}{infra}; each server drawing its power under the benchmark's load around the clock (no idle hours), which is also the power provisioned for it",
         fmt_number(t.rack_power_budget_w),
         fmt_number(t.rack_reserved_w),
         fmt_number(t.usable_w()),

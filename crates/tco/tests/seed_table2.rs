@@ -74,6 +74,17 @@ const TABLE2: &[(&str, f64, f64, &str, f64, f64, &str)] = &[
     ),
 ];
 
+/// The energy's assumption is said with the prices: each server at its benchmark power
+/// around the clock, provisioned at it (a planner read the energy line as a duty cycle's).
+#[test]
+fn the_footnotes_say_the_power_is_drawn_around_the_clock() {
+    let notes = tco::footnotes(&seed_result()).join("\n");
+    assert!(
+        notes.contains("under the benchmark's load around the clock (no idle hours)"),
+        "{notes}"
+    );
+}
+
 #[test]
 fn servers_per_rack_36_vs_29_and_what_binds() {
     let t = seed_result();

@@ -206,8 +206,9 @@ impl Source {
     fn load(&self, id: &str) -> anyhow::Result<RunRecord> {
         match self {
             Source::Store(s) => {
-                let full = crate::commands::runs::resolve_noting(s, id)
-                    .with_context(|| format!("no run `{id}` (see `rackbench runs`)"))?;
+                // Its error names what matched nothing and how to list the runs: a context
+                // here said both twice.
+                let full = crate::commands::runs::resolve_noting(s, id)?;
                 s.load_run(&full)
                     .with_context(|| format!("loading run {full}"))
             }
