@@ -1001,10 +1001,10 @@ pub fn run(
                 "steps behind schedule, more than 1% of their requests sent more than 1 ms \
                  after their intended time or not at all: {}; the generator (or the \
                  connections, all busy with a slow server) could not keep those rates, so \
-                 their figures are not of the demanded load: add {}, or give the \
-                 generator more CPUs",
+                 their figures are not of the demanded load: add {}, or {}",
                 behind.join(", "),
-                d.more_load
+                d.more_load,
+                crate::capacity::MORE_GENERATOR_CPU
             ),
         ));
     }

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::os::fd::FromRawFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -48,30 +49,50 @@ pub fn own_arch() -> &'static str {
     std::env::consts::ARCH
 }
 
-/// Servers rackbench can launch on this host, found as a launch would find them: on
-/// PATH, or where Debian keeps a daemon off a user's PATH (`mariadbd` in /usr/sbin: oltp
-/// ran `--engine mariadb` on a host whose check listed no MariaDB).
+/// Servers rackbench can launch on this host, found where a launch looks for them: on
+/// PATH, and for the database servers where their launchers look besides (oltp's: its
+/// `mariadbd` in /usr/sbin, Debian's place, off a plain user's PATH; `postgres` under
+/// /usr/lib/postgresql: oltp ran `--engine mariadb` on a host whose check listed no
+/// MariaDB). The launchers' own environment overrides (`RACKBENCH_PG_BINDIR`, ...) are
+/// not read here.
 pub fn servers_here() -> BTreeMap<String, Option<String>> {
+    let mut pg_dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|rd| rd.flatten().map(|e| e.path().join("bin")).collect())
+        .unwrap_or_default();
+    // The newest major version first, as the launcher takes it (15 before 9.6).
+    let major = |d: &PathBuf| -> u32 {
+        d.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str()?.split('.').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    pg_dirs.sort_by_key(|d| std::cmp::Reverse(major(d)));
+    let maria_dirs: Vec<PathBuf> = ["/usr/sbin", "/usr/bin", "/usr/local/mysql/bin"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
     [
-        ("redis-server", "redis-server"),
-        ("nginx", "nginx-light"),
-        ("postgres", "postgresql"),
-        ("mariadbd", "mariadb-server"),
+        ("redis-server", "redis-server", &[][..]),
+        ("nginx", "nginx-light", &[]),
+        ("postgres", "postgresql", &pg_dirs),
+        ("mariadbd", "mariadb-server", &maria_dirs),
     ]
     .into_iter()
-    .map(|(bin, pkg)| {
+    .map(|(bin, pkg, dirs)| {
         let found = engine::launch::find_binary(bin, pkg)
             .ok()
-            .or_else(|| {
-                ["/usr/sbin", "/usr/bin"]
-                    .iter()
-                    .map(|d| std::path::Path::new(d).join(bin))
-                    .find(|p| p.is_file())
-            })
+            .or_else(|| found_in(bin, dirs))
             .map(|p| p.display().to_string());
         (bin.to_string(), found)
     })
     .collect()
+}
+
+/// `bin` as an executable file in the first of `dirs` that has it.
+fn found_in(bin: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter()
+        .map(|d| d.join(bin))
+        .find(|p| engine::launch::is_executable(p))
 }
 
 /// SSH_CONNECTION is "client_ip client_port server_ip server_port".
@@ -404,17 +425,22 @@ pub fn end_everything(host: &Arc<LocalHost>, limit: Duration) {
 mod tests {
     use super::*;
 
-    /// MariaDB's server is listed where it is installed, though Debian keeps it in
-    /// /usr/sbin, off a plain user's PATH (the check listed redis, nginx and postgres only).
+    /// A server off PATH is found in its launcher's other places, as an executable file
+    /// only (MariaDB's in /usr/sbin was not listed; the check listed redis, nginx and
+    /// postgres only).
     #[test]
-    fn an_installed_mariadb_is_listed() {
-        let s = servers_here();
-        let installed = std::path::Path::new("/usr/sbin/mariadbd").is_file();
-        assert_eq!(
-            s.get("mariadbd").map(Option::is_some),
-            Some(installed),
-            "{s:?}"
-        );
+    fn a_server_off_path_is_found_where_its_launcher_looks() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let dirs = [a.path().to_path_buf(), b.path().to_path_buf()];
+        assert_eq!(found_in("mariadbd", &dirs), None);
+        std::fs::write(a.path().join("mariadbd"), "").unwrap();
+        assert_eq!(found_in("mariadbd", &dirs), None, "not executable");
+        let exe = b.path().join("mariadbd");
+        std::fs::write(&exe, "").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(found_in("mariadbd", &dirs), Some(exe));
+        assert!(servers_here().contains_key("mariadbd"));
     }
 
     /// A handler that panics is answered with an error that says so, never left

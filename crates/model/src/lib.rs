@@ -352,7 +352,38 @@ pub const START_FIGURES: [&str; 3] = ["start_skew_max_s", "start_spread_s", "win
 pub fn of_the_generators(name: &str) -> bool {
     name.starts_with("loadgen_")
         || START_FIGURES.contains(&name)
-        || ["bytes_tx", "bytes_rx"].contains(&name)
+        || [
+            "bytes_tx",
+            "bytes_rx",
+            "rx_bytes_per_s",
+            "net_io_bytes_per_s",
+        ]
+        .contains(&name)
+}
+
+/// The load generators whose figures a result's merged ones ([`of_the_generators`]) are:
+/// of its `loadgen_hosts`, those that reported their own (a `loadgen_cpu_s` labelled with
+/// the host, not one kept from a lost generator's checkpoint, `until_checkpoint_s`); all
+/// of them where none is labelled (a generator alone labels none). After a generator was
+/// lost the merge is the survivors' alone, and names them alone (it read `rbh2+rbh3`).
+/// None for a result without generators.
+pub fn merged_generators(r: &ResultRecord) -> Option<Vec<&str>> {
+    let all: Vec<&str> = r
+        .params
+        .get("loadgen_hosts")?
+        .as_str()?
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let reported = |h: &str| {
+        r.metrics.iter().any(|m| {
+            m.name == "loadgen_cpu_s"
+                && m.labels.get("host").map(String::as_str) == Some(h)
+                && !m.labels.contains_key("until_checkpoint_s")
+        })
+    };
+    let survivors: Vec<&str> = all.iter().copied().filter(|h| reported(h)).collect();
+    Some(if survivors.is_empty() { all } else { survivors })
 }
 
 /// The knobs of a sweep point that `workload`'s `test` does not read (crypto's buffer

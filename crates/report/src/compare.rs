@@ -2605,9 +2605,11 @@ pub fn multiple_rows_note(tested: usize) -> String {
     )
 }
 
-/// Said under a comparison whose latency rows average several runs on a side: a run's
-/// own tables give the percentile of its repetitions' merged histograms, another figure
-/// (acceptance M, 4: a variant's p99 read 613 us here and 641 us in its Results table).
+/// Said under a comparison with a row of several runs on a side: a ratio's side is a
+/// ratio of means (a reader averaging the runs' own CPU per operation got 3.81 where the
+/// row said 3.79), and a run's own tables give the percentile of its repetitions' merged
+/// histograms, another figure (acceptance M, 4: a variant's p99 read 613 us here and
+/// 641 us in its Results table).
 pub const MEANS_OF_RUNS_NOTE: &str = "A side's figure is the mean over its runs (a variant's repetitions are its runs): a ratio (per W, CPU per operation) is the mean of its numerators over the mean of its denominators, not the mean of the runs' own ratios, and its interval is the delta method's; a latency percentile is the mean of the runs' percentiles, not the percentile of their merged histograms that a run's own tables give, and the two can differ.";
 
 /// The comparison as aligned text for a terminal.

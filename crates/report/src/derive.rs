@@ -405,9 +405,10 @@ pub fn varying_params(points: &[Point]) -> Vec<String> {
         .collect()
 }
 
-/// How long a test measured, not the load it offered: no chart's x axis (two runs that
-/// differed in `--duration` alone drew "power vs duration" and "perf/W vs duration").
-const MEASURE_LENGTH: [&str; 3] = ["duration", "requests", "warmup"];
+/// How long a test measured, or warmed up before (oltp's `rampup`), not the load it
+/// offered: no chart's x axis (two runs that differed in `--duration` alone drew "power
+/// vs duration" and "perf/W vs duration").
+const MEASURE_LENGTH: [&str; 4] = ["duration", "requests", "warmup", "rampup"];
 
 /// The parameters a chart may draw its x axis along: those that vary among `points`
 /// ([`varying_params`]), less how long each measured ([`MEASURE_LENGTH`]).

@@ -1012,10 +1012,10 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 continue;
             }
             // No valid repetition (the test failed, was interrupted, or is invalid): each
-            // host's figures up to where it stopped, from the results that have any, the
-            // table said to be partial, so that a failure reads host by host (which one
-            // was saturated, which went quiet); `show` and the report had no host's
-            // figure of it. None at all: no table (one of headings alone said nothing).
+            // host's figures from the results that have any (one has, by the test above),
+            // the table saying what they are, so that a failure reads host by host (which
+            // one was saturated, which went quiet); `show` and the report had no host's
+            // figure of it.
             let valid = p.valid();
             let partial = valid.is_empty();
             let ok: Vec<&ResultRecord> = if partial {
@@ -1027,18 +1027,30 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             } else {
                 valid
             };
-            if ok.is_empty() {
-                continue;
-            }
-            let reps = if partial {
-                format!(
-                    "{} repetition(s) of {} that did not complete (failed, interrupted or \
-                     invalid), each up to where it stopped",
-                    ok.len(),
-                    p.results.len()
-                )
-            } else {
-                format!("{} valid repetition(s) of {}", ok.len(), p.results.len())
+            // Repetitions that ran to their end but are invalid did complete: said so.
+            let unfinished = ok.iter().any(|r| r.status != model::Status::Ok);
+            let (reps, caption_mark) = match (partial, unfinished) {
+                (false, _) => (
+                    format!("{} valid repetition(s) of {}", ok.len(), p.results.len()),
+                    "",
+                ),
+                (true, true) => (
+                    format!(
+                        "{} repetition(s) of {} that did not complete (failed or interrupted; \
+                         each up to where it stopped) or are invalid",
+                        ok.len(),
+                        p.results.len()
+                    ),
+                    " (partial: the test did not complete)",
+                ),
+                (true, false) => (
+                    format!(
+                        "{} repetition(s) of {}, each invalid (its flags say why)",
+                        ok.len(),
+                        p.results.len()
+                    ),
+                    " (of invalid repetitions)",
+                ),
             };
             let headline = p.headline_name().to_string();
             let gen_metric = |r: &ResultRecord, host: &str| {
@@ -1081,7 +1093,17 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 let sums: Vec<&TelemetrySummary> =
                     ok.iter().filter_map(|r| summary_of(r, h)).collect();
                 if sums.is_empty() {
-                    why.add(h, "no telemetry from this host was stored with the result");
+                    // A host lost mid-test keeps its samples up to then, left out of the
+                    // summaries these figures are of: "none stored" read false beside them.
+                    let kept = ok.iter().any(|r| r.telemetry.iter().any(|s| &s.host == h));
+                    why.add(
+                        h,
+                        if kept {
+                            "its samples up to where it was lost are kept with the result, left out of the summaries these figures are of (see telemetry_missing)"
+                        } else {
+                            "no telemetry from this host was stored with the result"
+                        },
+                    );
                 }
                 let m = |f: &dyn Fn(&TelemetrySummary) -> Option<f64>| {
                     median(&sums.iter().filter_map(|t| f(t)).collect::<Vec<_>>())
@@ -1132,10 +1154,21 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                         .iter()
                         .filter_map(|r| gen_metric(r, h).map(|x| x.0))
                         .collect();
-                    row.push(if v.is_empty() {
-                        "-".into()
-                    } else {
-                        num(v.iter().sum::<f64>() / v.len() as f64)
+                    // A lost generator's figure kept from the test's last checkpoint is
+                    // in no total: said in its cell (it read as adding up to the headline).
+                    let until = ok.iter().find_map(|r| {
+                        r.metric(&headline, &[("host", h)])?
+                            .labels
+                            .get("until_checkpoint_s")
+                            .cloned()
+                    });
+                    row.push(match (v.is_empty(), until) {
+                        (true, _) => "-".into(),
+                        (false, Some(s)) => format!(
+                            "{} (until {s} s, in no total)",
+                            num(v.iter().sum::<f64>() / v.len() as f64)
+                        ),
+                        (false, None) => num(v.iter().sum::<f64>() / v.len() as f64),
                     });
                 }
                 rows.push(row);
@@ -1224,11 +1257,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                     who(runs, ri, &labels),
                     p.workload,
                     p.label(),
-                    if partial {
-                        " (partial: the test did not complete)"
-                    } else {
-                        ""
-                    }
+                    caption_mark
                 ),
                 groups: vec![],
                 head,

@@ -1882,13 +1882,20 @@ const SERVER_CPU: &str = "server_cpu_pct";
 /// one alone, named as TPC-C names it (oltp's steps time `new_order`: `New-Order p99 ms`;
 /// it read `p99 ms`, as if of every transaction), else plain.
 fn step_latency_head(r: &ResultRecord, phase: &str, pct: &str) -> String {
-    let txn = r
+    let name = format!("latency_{pct}_ns");
+    let txns: Vec<Option<&String>> = r
         .metrics
         .iter()
-        .find(|m| {
-            m.name == "latency_p99_ns" && m.labels.get("phase").map(String::as_str) == Some(phase)
-        })
-        .and_then(|m| m.labels.get("txn"));
+        .filter(|m| m.name == name && m.labels.get("phase").map(String::as_str) == Some(phase))
+        .map(|m| m.labels.get("txn"))
+        .collect();
+    // Named only where every step times that one (a step with no New-Order reply is
+    // stored unlabelled, of every transaction).
+    let txn = txns
+        .first()
+        .copied()
+        .flatten()
+        .filter(|t| txns.iter().all(|x| *x == Some(*t)));
     match txn {
         Some(t) => {
             let words: Vec<String> = t
@@ -2550,6 +2557,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
     }
     notes.extend(step_cpu_note(&st, server_drawn));
     notes.extend(levels_errors_note(&st, &u));
+    notes.push(late_note("level"));
     if objective.is_some() {
         notes.extend(unsent_note(r, "levels"));
     }

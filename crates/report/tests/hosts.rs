@@ -679,6 +679,33 @@ fn a_point_with_no_valid_repetition_has_a_partial_per_host_table() {
             t.notes
         );
     }
+    // Repetitions that ran to their end but are invalid did complete: their table says
+    // it is of invalid ones, not that the test stopped.
+    for r in run.results.iter_mut().filter(|r| r.test == "udp60") {
+        r.status = Status::Ok;
+        r.flags.push(model::Flag::invalid(
+            "client_bound",
+            "the sender was the limit",
+        ));
+    }
+    let tables = hosts_view::host_tables(std::slice::from_ref(&run));
+    let invalid: Vec<_> = tables
+        .iter()
+        .filter(|t| t.caption.contains("udp60"))
+        .collect();
+    assert!(!invalid.is_empty());
+    for t in invalid {
+        assert!(
+            t.caption.ends_with("(of invalid repetitions)"),
+            "{}",
+            t.caption
+        );
+        assert!(
+            !t.notes.iter().any(|n| n.contains("did not complete")),
+            "{:?}",
+            t.notes
+        );
+    }
     for r in run.results.iter_mut().filter(|r| r.test == "udp60") {
         r.telemetry_summary.clear();
     }
@@ -778,6 +805,49 @@ fn kv_generators_each_in_their_own_row() {
         t.notes
             .iter()
             .any(|n| n.contains("start skew under 0.1 ms")),
+        "{:?}",
+        t.notes
+    );
+}
+
+/// A generator lost mid-test: its figure kept from the test's last checkpoint says in its
+/// cell that it is in no total (the column read as adding up to twice the headline), and
+/// its samples kept up to then are said kept, not "none stored".
+#[test]
+fn a_lost_generators_row_says_what_was_kept_of_it() {
+    let mut run = net_matrix(&NAMES);
+    let mut r = run.results[0].clone();
+    r.workload = "kv".into();
+    r.test = "get".into();
+    r.headline = "ops_per_s".into();
+    r.status = Status::Failed;
+    r.params = BTreeMap::from([
+        ("sut_host".to_string(), json!("alpha")),
+        ("loadgen_hosts".to_string(), json!("beta,gamma")),
+    ]);
+    r.metrics = vec![
+        Metric::new("ops_per_s", 1000.0, "ops/s"),
+        Metric::new("ops_per_s", 1000.0, "ops/s").label("host", "beta"),
+        Metric::new("ops_per_s", 990.0, "ops/s")
+            .label("host", "gamma")
+            .label("until_checkpoint_s", "5.0"),
+    ];
+    r.telemetry_summary.retain(|t| t.host != "gamma");
+    r.telemetry = vec![model::TelemetrySample {
+        host: "gamma".into(),
+        t_s: 1.0,
+        interval_s: 1.0,
+        ..Default::default()
+    }];
+    run.results = vec![r];
+    let t = &hosts_view::host_tables(std::slice::from_ref(&run))[0];
+    assert_eq!(t.row("beta").unwrap()[6], "1,000");
+    assert_eq!(t.row("gamma").unwrap()[6], "990 (until 5.0 s, in no total)");
+    assert!(
+        t.notes
+            .iter()
+            .any(|n| n.contains("gamma")
+                && n.contains("its samples up to where it was lost are kept")),
         "{:?}",
         t.notes
     );

@@ -799,9 +799,22 @@ fn a_comparison_says_its_percentiles_are_means_of_runs() {
     assert!(report::compare::compare_text(&c).contains(note));
     let single = report::compare(&[kv_run(&Spec::default())], &[kv_run(&Spec::default())]);
     assert!(!single.averages_runs());
-    // Its ratios are said to be ratios of means: a reader taking the runs' own CPU per
-    // operation and averaging them got 3.81 where the row said 3.79.
-    assert!(note.contains("mean of its numerators over the mean of its denominators"));
+    // Said without a latency row too: its ratios (per W, CPU per operation) are ratios of
+    // means, which a reader averaging the runs' own got otherwise (3.81 for 3.79).
+    let unlatent = |r: &model::RunRecord| {
+        let mut r = r.clone();
+        for res in &mut r.results {
+            res.metrics.retain(|m| !m.name.starts_with("latency_"));
+            res.histograms.clear();
+        }
+        r
+    };
+    let c = report::compare(
+        &report::compare::replications(&unlatent(&a)),
+        &report::compare::replications(&unlatent(&b)),
+    );
+    assert!(c.rows.iter().all(|r| !r.metric.starts_with("latency_")));
+    assert!(report::compare::compare_text(&c).contains(note));
     assert!(!report::compare::compare_text(&single).contains(note));
 }
 
@@ -813,7 +826,7 @@ fn no_chart_is_drawn_against_how_long_a_test_measured() {
     let swept = kv_run(&Spec::default());
     let h = report::html(std::slice::from_ref(&swept), None);
     assert!(h.contains("vs instances"));
-    for knob in ["duration", "requests", "warmup"] {
+    for knob in ["duration", "requests", "warmup", "rampup"] {
         let mut run = swept.clone();
         for r in run.results.iter_mut() {
             let v = r.params.remove("instances").unwrap();
@@ -3337,6 +3350,11 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
     assert_eq!(c.basis, report::derive::CpuBasis::WorkProcess);
     assert!((c.pct - 52.0).abs() < 1e-9, "{c:?}");
     assert_eq!(c.basis.label(), "rackbench's process, where the work runs");
+    // Watched as the work since it has its own role: the same figure.
+    crypto.results[0].telemetry_summary[0].procs[0].role = model::WORK_PROCESS.into();
+    let c = cpu(&crypto).0.unwrap();
+    assert_eq!(c.basis, report::derive::CpuBasis::WorkProcess);
+    assert!((c.pct - 52.0).abs() < 1e-9, "{c:?}");
     // Without the process watched (an older record), the host's CPU, as before.
     crypto.results[0].telemetry_summary[0].procs.clear();
     let c = cpu(&crypto).0.unwrap();

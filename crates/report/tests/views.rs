@@ -769,6 +769,21 @@ fn capacity_ramp_search_levels() {
         "{mt}"
     );
     assert!(!mt.contains("| p99 ms |"), "{mt}");
+    // A step with no New-Order reply is stored unlabelled (of every transaction): the
+    // heading names none then.
+    let mut mixed = of_txn.clone();
+    let one = mixed
+        .results
+        .iter_mut()
+        .flat_map(|res| res.metrics.iter_mut())
+        .find(|x| {
+            x.name == "latency_p99_ns"
+                && x.labels.get("phase").map(String::as_str) == Some("levels")
+        })
+        .unwrap();
+    one.labels.remove("txn");
+    let mm = report::markdown(std::slice::from_ref(&mixed), None);
+    assert!(mm.contains("| Reply req/s | p99 ms | Late % |"), "{mm}");
     assert!(
         m.contains("Server %CPU is the watched server processes' CPU summed"),
         "{m}"

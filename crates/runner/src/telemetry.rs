@@ -597,10 +597,12 @@ impl Telemetry {
             .cloned()
             .collect();
         flags.extend(steal_flags(&ours, &self.disclosed));
+        let lost: Vec<&str> = step.missing.iter().map(|(h, _)| h.as_str()).collect();
         flags.extend(other_load_flags(
             &ours,
             &summary,
             server_host,
+            &lost,
             &self.disclosed,
         ));
         flags.extend(coarse_flags(&ours, lengthen));
@@ -1076,15 +1078,21 @@ impl Disclosed {
 /// own work, not another's. Hosts of the run on one kernel (test hosts in network
 /// namespaces, containers) are judged once, as that kernel, against the test's processes
 /// on all of them (`all`: every host's summary): the generators' on the next namespace
-/// are no other load (every multi-host result on such hosts read `other_load x3`).
+/// are no other load (every multi-host result on such hosts read `other_load x3`). A
+/// kernel one of whose hosts was `lost` during the test is not judged: that host's
+/// processes (a generator's) ran there unwatched past its last sample, and their CPU
+/// read as another's (a lost generator's 38% as `other_load` on the server's host).
 pub fn other_load_flags(
     summaries: &[TelemetrySummary],
     all: &[TelemetrySummary],
     server_host: Option<&str>,
+    lost: &[&str],
     kernels: &Disclosed,
 ) -> Vec<Flag> {
     let mut out = Vec::new();
-    let judged = |s: &&TelemetrySummary| s.samples > 0 && !s.procs.is_empty();
+    let lost_on =
+        |h: &str| lost.contains(&h) || kernels.mates(h).iter().any(|m| lost.contains(&m.as_str()));
+    let judged = |s: &&TelemetrySummary| s.samples > 0 && !s.procs.is_empty() && !lost_on(&s.host);
     for (s, mates) in kernels.once_each(summaries.iter().filter(judged)) {
         // The test's server on this kernel (this host, or another name of it) that is not
         // watched (given with --target): its CPU is the test's own, not another's, and
@@ -1853,7 +1861,7 @@ mod tests {
                 irq_in_tasks: irq.to_vec(),
                 ..Disclosed::default()
             };
-            other_load_flags(s, s, server, &kernels)
+            other_load_flags(s, s, server, &[], &kernels)
         };
         let busy = host(
             "busy",
@@ -1984,14 +1992,14 @@ mod tests {
         assert_eq!(kernels.mates("rbh2"), ["rbh1", "rbh3"]);
         let quiet = hosts(58.0);
         assert!(
-            other_load_flags(&quiet, &quiet, Some("rbh1"), &kernels).is_empty(),
+            other_load_flags(&quiet, &quiet, Some("rbh1"), &[], &kernels).is_empty(),
             "{:?}",
-            other_load_flags(&quiet, &quiet, Some("rbh1"), &kernels)
+            other_load_flags(&quiet, &quiet, Some("rbh1"), &[], &kernels)
         );
         // A spinner beside them on that kernel: said once, of the kernel, with whose
         // processes were counted as the test's.
         let busy = hosts(77.0);
-        let f = other_load_flags(&busy, &busy, Some("rbh1"), &kernels);
+        let f = other_load_flags(&busy, &busy, Some("rbh1"), &[], &kernels);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
             f[0].message.contains(
@@ -2004,14 +2012,19 @@ mod tests {
         // Its host where the export reads it (`warning:other_load@rbh1`).
         assert_eq!(f[0].host(), Some("rbh1"));
         // A generator's host that is not in the test's point still runs on the kernel.
-        let f = other_load_flags(&busy[..1], &busy, Some("rbh1"), &kernels);
+        let f = other_load_flags(&busy[..1], &busy, Some("rbh1"), &[], &kernels);
         assert!(f[0].message.contains("for 160%"), "{}", f[0].message);
         // A server given with --target on that kernel is not watched: its CPU is the
         // test's own, and no name of the kernel is judged.
         let mut given = busy.clone();
         given[0].procs.clear();
-        let f = other_load_flags(&given[1..], &given, Some("rbh1"), &kernels);
+        let f = other_load_flags(&given[1..], &given, Some("rbh1"), &[], &kernels);
         assert!(f.is_empty(), "{f:?}");
+        // A generator's host lost during the test: its processes ran on the kernel past
+        // its last sample, unwatched, so the kernel is not judged (they read as another's).
+        let f = other_load_flags(&busy[..2], &busy[..2], Some("rbh1"), &["rbh3"], &kernels);
+        assert!(f.is_empty(), "{f:?}");
+        assert!(!other_load_flags(&busy[..2], &busy[..2], Some("rbh1"), &[], &kernels).is_empty());
 
         // A CPU online for 1 s of the 4 counts for that second, in the tasks and in the
         // CPUs they ran on: CPUs 0 and 1 half busy throughout and CPU 2 fully busy while

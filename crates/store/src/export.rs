@@ -13,10 +13,11 @@
 //!   host (`idle_power_mean_w`, no step). The host column of a metric is the host whose
 //!   figure it is: its `host` label (a load generator's share); a net pair's sender or
 //!   receiver by the end that measured it ([`model::net_figure_end`]), `SENDER>RECEIVER`
-//!   for a figure of the pair; the merged generators (`rbh2+rbh3`) for theirs
-//!   ([`model::of_the_generators`]: `loadgen_*`, how they started, the bytes their
-//!   clients sent and received); the point's system under test (`sut_host`); else the
-//!   run's. `params` and `labels` are `k=v;k=v` (a string
+//!   for a figure of the pair; the merged generators (`rbh2+rbh3`, those that reported:
+//!   [`model::merged_generators`]) for theirs ([`model::of_the_generators`]: `loadgen_*`,
+//!   how they started, the bytes their clients sent and received); the host a missing
+//!   figure names (`telemetry.HOST`, `NAME{host=HOST}`); the point's system under test
+//!   (`sut_host`); else the run's. `params` and `labels` are `k=v;k=v` (a string
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
 //!   `SEVERITY:CODE;...` (`SEVERITY:CODE@HOST` for a flag of one host), plus
 //!   `status:STATUS` for a result that did not end ok.
@@ -393,21 +394,10 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
             // The generators' merged figures ([`model::of_the_generators`]: `loadgen_busy_pct`
             // with no `host` label, their clients' byte counters) are theirs, not the
             // system under test's: named as the merged generators, `rbh2+rbh3`, as a net
-            // pair's figure of both ends is `rbh1>rbh2`. After a generator was lost, the
-            // merge is the survivors' alone: those with a `loadgen_cpu_s` of their own that
-            // was not kept from a checkpoint (one generator alone has none labelled).
-            let reported = |h: &str| {
-                r.metrics.iter().any(|m| {
-                    m.name == "loadgen_cpu_s"
-                        && m.labels.get("host").map(String::as_str) == Some(h)
-                        && !m.labels.contains_key("until_checkpoint_s")
-                })
-            };
-            let generators = param("loadgen_hosts").map(|l| {
-                let all: Vec<&str> = l.split(',').map(str::trim).collect();
-                let survivors: Vec<&str> = all.iter().copied().filter(|h| reported(h)).collect();
-                let merged = if survivors.is_empty() { all } else { survivors };
-                merged
+            // pair's figure of both ends is `rbh1>rbh2`; after a generator was lost, as the
+            // survivors ([`model::merged_generators`]).
+            let generators = model::merged_generators(r).map(|hosts| {
+                hosts
                     .into_iter()
                     .map(host_name)
                     .collect::<Vec<_>>()
@@ -440,8 +430,13 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                 emit(&host, Some(r), &m.name, num(m.value), &unit, &m.labels)?;
             }
             for m in &r.missing {
+                // A host's own missing figure names it: `telemetry.rbh3`, a generator's
+                // `loadgen_busy_pct{host=rbh3}` (they were filed under the server's host).
+                let own = missing_host(&m.name)
+                    .map(|h| BTreeMap::from([("host".to_string(), h.to_string())]))
+                    .unwrap_or_default();
                 emit(
-                    &host_of(&m.name, &BTreeMap::new()),
+                    &host_of(&m.name, &own),
                     Some(r),
                     &m.name,
                     String::new(),
@@ -603,6 +598,18 @@ fn power_labels(
         ("whole_system", if whole_system { "true" } else { "false" }),
         ("modelled", if modelled { "true" } else { "false" }),
     ])
+}
+
+/// The host a missing figure's name gives as its own: `telemetry.HOST` (a host's whole
+/// telemetry), or a `host=HOST` among the braces of `name{host=HOST}`.
+fn missing_host(name: &str) -> Option<&str> {
+    if let Some(h) = name.strip_prefix("telemetry.") {
+        return Some(h);
+    }
+    let inside = name.split_once('{')?.1.strip_suffix('}')?;
+    inside
+        .split(',')
+        .find_map(|kv| kv.trim().strip_prefix("host="))
 }
 
 fn labels<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
@@ -1109,6 +1116,46 @@ mod tests {
             host("loadgen_cpu_s", "host=rbh3;until_checkpoint_s=4.0"),
             "rbh3"
         );
+    }
+
+    /// A host's own missing figure is filed under it: the lost generator's telemetry and
+    /// busy share were filed under the server's host (`rbh1 ... telemetry.rbh3`), and the
+    /// clients' receive rate under the server too, beside the same bytes as the generators'.
+    #[test]
+    fn csv_host_of_a_hosts_missing_figure_is_that_host() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.params.insert("sut_host".into(), "rbh1".into());
+        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
+        r.metrics = vec![
+            model::Metric::new("ops_per_s", 9.0, "ops/s"),
+            model::Metric::new("rx_bytes_per_s", 900.0, "B/s"),
+        ];
+        r.missing = vec![
+            model::MissingMetric {
+                name: "telemetry.rbh3".into(),
+                reason: "lost".into(),
+            },
+            model::MissingMetric {
+                name: "loadgen_busy_pct{host=rbh3}".into(),
+                reason: "no measured time".into(),
+            },
+            model::MissingMetric {
+                name: "server_calls".into(),
+                reason: "the server died".into(),
+            },
+        ];
+        let rows = csv_rows(run);
+        let host = |metric: &str| {
+            rows.iter()
+                .find(|r| &r[8] == metric)
+                .unwrap_or_else(|| panic!("no row {metric}"))[2]
+                .to_string()
+        };
+        assert_eq!(host("telemetry.rbh3"), "rbh3");
+        assert_eq!(host("loadgen_busy_pct{host=rbh3}"), "rbh3");
+        assert_eq!(host("server_calls"), "rbh1");
+        assert_eq!(host("rx_bytes_per_s"), "rbh2+rbh3");
     }
 
     #[test]

@@ -340,7 +340,7 @@ pub fn footnotes(t: &TcoResult) -> Vec<String> {
         None => String::new(),
     };
     out.push(format!(
-        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} year{}{infra}; each server drawing its power under the benchmark's load around the clock (no idle hours), which is also the power provisioned for it",
+        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} year{}{infra}; each server drawing its power (its runs' under their load, or the plan's power_w) around the clock, no idle hours, and provisioned for that power",
         fmt_number(t.rack_power_budget_w),
         fmt_number(t.rack_reserved_w),
         fmt_number(t.usable_w()),

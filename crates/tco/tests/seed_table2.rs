@@ -80,7 +80,7 @@ const TABLE2: &[(&str, f64, f64, &str, f64, f64, &str)] = &[
 fn the_footnotes_say_the_power_is_drawn_around_the_clock() {
     let notes = tco::footnotes(&seed_result()).join("\n");
     assert!(
-        notes.contains("under the benchmark's load around the clock (no idle hours)"),
+        notes.contains("around the clock, no idle hours, and provisioned for that power"),
         "{notes}"
     );
 }

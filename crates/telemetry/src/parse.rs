@@ -486,7 +486,7 @@ pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
         [] => Err(format!("printed no watts (first line: {first_line:?})")),
         [(tok, w)] if !w.is_finite() => Err(format!("printed {tok:?}, not a number of watts")),
         [(tok, w)] if *w < 0.0 => Err(format!(
-            "printed negative watts ({tok}): a meter reads 0 W or more; check its sign and units"
+            "printed negative watts ({tok}): a meter reads more than 0 W; check its sign and units"
         )),
         // A running system draws power: 0 W is an outlet switched off, another device, or
         // a meter not reading (stored as a measured 0 W, it read as a server drawing none).

@@ -380,6 +380,14 @@ impl PowerSources {
             match &mut s.kind {
                 HwmonKind::PowerUw if !instants => {}
                 HwmonKind::PowerUw => match read_u64(&s.path) {
+                    // A whole system drawing nothing is a meter reporting nothing (a
+                    // `--power-meter` printing 0 is refused likewise): a failed reading,
+                    // never a measured 0 W.
+                    Ok(0) if s.whole_system => errors.push(format!(
+                        "hwmon {}: read 0 W for the whole system, which a running system \
+                         cannot draw (the sensor reports nothing); reading dropped",
+                        s.zone
+                    )),
                     Ok(uw) => out.push(PowerReading {
                         source: "hwmon".into(),
                         zone: s.zone.clone(),

@@ -226,6 +226,23 @@ fn hwmon_power_meter_and_energy_counter() {
           interval dropped"
         ]
     );
+    // A whole-system meter reading 0 W reports nothing: a failed reading, not 0 W
+    // measured; a component at 0 W (an idle rail) is a reading.
+    write(&hw.join("hwmon0/power1_average"), "0\n");
+    write(&hw.join("hwmon1/power1_input"), "0\n");
+    let r = src.read(Instant::now() + Duration::from_secs(6), None, true);
+    assert!(!r.iter().any(|p| p.zone == "power_meter/power1"), "{r:?}");
+    assert_eq!(
+        r.iter().find(|p| p.zone == "amdgpu/PPT").unwrap().watts,
+        0.0
+    );
+    assert!(
+        src.last_failed()
+            .iter()
+            .any(|f| f.starts_with("hwmon power_meter/power1: read 0 W for the whole system")),
+        "{:?}",
+        src.last_failed()
+    );
 }
 
 fn fake_ipmitool(dir: &Path, fixture: &str) -> String {

@@ -206,11 +206,10 @@ impl Source {
     fn load(&self, id: &str) -> anyhow::Result<RunRecord> {
         match self {
             Source::Store(s) => {
-                // Its error names what matched nothing and how to list the runs: a context
-                // here said both twice.
+                // Their errors say what matched nothing and how to list the runs, or which
+                // run failed to load from where: a context here said each twice.
                 let full = crate::commands::runs::resolve_noting(s, id)?;
                 s.load_run(&full)
-                    .with_context(|| format!("loading run {full}"))
             }
             Source::File(runs) => find_in(runs, id),
         }

@@ -51,7 +51,8 @@ pub struct ExportArgs {
     /// Export every stored run.
     #[arg(long)]
     pub all: bool,
-    /// Output format. Default: from the -o file's extension, else json.
+    /// Output format. Default: from the -o file's extension (.json or .csv; none, json;
+    /// another is refused unless --format is given).
     #[arg(long, short = 'f', value_enum)]
     pub format: Option<ExportFormat>,
     /// Write to this file (atomically) instead of stdout.
@@ -360,10 +361,11 @@ const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here (thei
     ran at different loads); a levels test's headline is its perf/W (overall ops/s/W), and \
     its table below gives each level's perf/W";
 
-/// The format an `export -o FILE` name asks for: `.csv` CSV, anything else JSON, except
-/// a report's name (`.md`, `.html`, `.htm`, `.svg`), refused rather than given JSON it
-/// does not look like (a `report.md` overwritten with JSON). A dated name
-/// (`runs-2024.06.01`) or a backup's (`runs.json.bak`) is JSON as before.
+/// The format an `export -o FILE` name asks for: `.csv` CSV; `.json`, no extension, a
+/// dated name's digits (`runs-2024.06.01`) or a JSON backup's (`runs.json.bak`) JSON; any
+/// other refused, a report's name (`.md`, `.html`, `.htm`, `.svg`) pointing at `report`
+/// (a `report.md` overwritten with JSON), another's (`runs.xlsx`) at `--format`: it got
+/// JSON under a spreadsheet's name.
 fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
     let ext = path
         .extension()
@@ -377,6 +379,11 @@ fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
             path.display()
         ),
         Some("json") | None => Ok(ExportFormat::Json),
+        _ if path.file_stem().map(Path::new).and_then(Path::extension)
+            == Some(std::ffi::OsStr::new("json")) =>
+        {
+            Ok(ExportFormat::Json)
+        }
         // A dated name's last part (`runs-2024.06.01`) is no file type.
         Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => Ok(ExportFormat::Json),
         // `-o runs.xlsx` wrote JSON under a spreadsheet's name, and said it had exported.
@@ -1949,9 +1956,6 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(result_text(r).starts_with('2'), "{}", result_text(r));
     }
 
-    /// A capacity test's steps and a TPC-C run's consistency check, as the report has
-    /// them (its views), printed by `show` below its own tables; units read from a
-    /// stored run reach the terminal escaped.
     /// The export's format from -o's name: JSON, CSV, or a refusal naming both (a
     /// spreadsheet's name got JSON); no extension is JSON, as the default.
     #[test]
@@ -1961,6 +1965,7 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert_eq!(of("runs.CSV").unwrap(), ExportFormat::Csv);
         assert_eq!(of("runs").unwrap(), ExportFormat::Json);
         assert_eq!(of("runs-2024.06.01").unwrap(), ExportFormat::Json);
+        assert_eq!(of("runs.json.bak").unwrap(), ExportFormat::Json);
         let err = of("runs.xlsx").unwrap_err().to_string();
         assert!(
             err.contains(".xlsx is neither") && err.contains("--format"),
@@ -1972,6 +1977,9 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             .contains("rackbench report"));
     }
 
+    /// A capacity test's steps and a TPC-C run's consistency check, as the report has
+    /// them (its views), printed by `show` below its own tables; units read from a
+    /// stored run reach the terminal escaped.
     #[test]
     fn show_prints_capacity_steps_and_the_consistency_check() {
         let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);

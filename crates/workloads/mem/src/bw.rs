@@ -329,8 +329,8 @@ pub fn one_thread_apart(figures: &[Figure], reference: &[Figure]) -> Vec<(Kernel
                     .map(|f| f.2)
                     .reduce(f64::max)
             };
-            let (shown, best) = (one(figures)?, one(reference)?);
-            (best.max(shown) > best.min(shown) * BOUND_TOLERANCE).then_some((k, shown, best))
+            let (shown, other) = (one(figures)?, one(reference)?);
+            (other.max(shown) > other.min(shown) * BOUND_TOLERANCE).then_some((k, shown, other))
         })
         .collect()
 }
@@ -350,7 +350,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reference_above_the_one_thread_figure_shown_is_found() {
+    fn a_reference_apart_from_the_one_thread_figure_shown_is_found() {
         let shown = [(Kernel::Triad, 1, 10.17), (Kernel::Triad, 2, 24.34)];
         let reference = [(Kernel::Triad, 1, 12.4), (Kernel::Read, 1, 9.0)];
         assert_eq!(
