@@ -1063,15 +1063,22 @@ mod tests {
             .any(|r| &r[8] == "cpu_busy_pct" && &r[2] == "altra-01"));
     }
 
+    /// A run whose one result is rbh1's, served by the load generators rbh2 and rbh3.
+    fn served_by_rbh2_and_rbh3() -> model::RunRecord {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.params.insert("sut_host".into(), "rbh1".into());
+        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
+        run
+    }
+
     /// Acceptance pass B, 8: the generators' merged `loadgen_busy_pct` carried the host
     /// of the system under test (`rbh1`), which did not generate load; it is named as the
     /// merged generators now. Each generator's own row keeps its name.
     #[test]
     fn csv_host_of_the_generators_merged_figure_is_the_generators() {
-        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let mut run = served_by_rbh2_and_rbh3();
         let r = &mut run.results[0];
-        r.params.insert("sut_host".into(), "rbh1".into());
-        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
         r.metrics = vec![
             model::Metric::new("ops_per_s", 9.0, "ops/s"),
             model::Metric::new("loadgen_busy_pct", 40.0, "%"),
@@ -1097,10 +1104,8 @@ mod tests {
     /// lost one's own figures, kept from a checkpoint, keep its name.
     #[test]
     fn csv_host_of_the_merged_figures_after_a_generator_was_lost_is_the_survivors() {
-        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let mut run = served_by_rbh2_and_rbh3();
         let r = &mut run.results[0];
-        r.params.insert("sut_host".into(), "rbh1".into());
-        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
         r.metrics = vec![
             model::Metric::new("ops_per_s", 9.0, "ops/s"),
             model::Metric::new("loadgen_busy_pct", 40.0, "%"),
@@ -1123,10 +1128,8 @@ mod tests {
     /// clients' receive rate under the server too, beside the same bytes as the generators'.
     #[test]
     fn csv_host_of_a_hosts_missing_figure_is_that_host() {
-        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let mut run = served_by_rbh2_and_rbh3();
         let r = &mut run.results[0];
-        r.params.insert("sut_host".into(), "rbh1".into());
-        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
         r.metrics = vec![
             model::Metric::new("ops_per_s", 9.0, "ops/s"),
             model::Metric::new("rx_bytes_per_s", 900.0, "B/s"),
