@@ -8,7 +8,8 @@
 # the shell's `times`, divided by the requests it completed), then the medians.
 #
 # Goals, printed as GOAL lines at the end: rackbench's client CPU per request at most 0.7x
-# wrk's at equal requests/s (nginx is the limit, so both reach the same rate).
+# wrk's at equal requests/s (nginx is the limit, so both reach the same rate); N/A with
+# NEIGHBOUR=1 (the goals are of a client with its CPU to itself).
 # Each round runs the two back to back, wrk first in odd rounds and rackbench first in
 # even ones, so their ratio within a round is the figure to read on a noisy machine (a VM's throughput drifts by 20% from minute to
 # minute); the medians of those paired ratios are printed last.

@@ -361,6 +361,21 @@ pub fn of_the_generators(name: &str) -> bool {
         .contains(&name)
 }
 
+/// Hosts as a result's parameters hold them: `"rbh2,rbh3"`, as the runner writes them,
+/// or a JSON array (an import, an edited export); empty names left out.
+pub fn host_list(v: &serde_json::Value) -> Vec<&str> {
+    let names: Vec<&str> = match v {
+        serde_json::Value::String(s) => s.split(',').collect(),
+        serde_json::Value::Array(a) => a.iter().filter_map(|h| h.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    names
+        .into_iter()
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
 /// The load generators whose figures a result's merged ones ([`of_the_generators`]) are:
 /// of its `loadgen_hosts`, those that reported their own (a `loadgen_cpu_s` labelled with
 /// the host, not one kept from a lost generator's checkpoint, `until_checkpoint_s`); all
@@ -368,13 +383,10 @@ pub fn of_the_generators(name: &str) -> bool {
 /// lost the merge is the survivors' alone, and names them alone (it read `rbh2+rbh3`).
 /// None for a result without generators.
 pub fn merged_generators(r: &ResultRecord) -> Option<Vec<&str>> {
-    let all: Vec<&str> = r
-        .params
-        .get("loadgen_hosts")?
-        .as_str()?
-        .split(',')
-        .map(str::trim)
-        .collect();
+    let all = host_list(r.params.get("loadgen_hosts")?);
+    if all.is_empty() {
+        return None;
+    }
     let reported = |h: &str| {
         r.metrics.iter().any(|m| {
             m.name == "loadgen_cpu_s"
@@ -1076,6 +1088,45 @@ impl RunRecord {
 
 #[cfg(test)]
 mod tests {
+    /// The generators merged: all of them, or the survivors of a loss; a host list as a
+    /// string or as an array alike (an array named none, and the figures fell to the
+    /// server's host), empty names left out.
+    #[test]
+    fn merged_generators_are_the_ones_that_reported() {
+        use serde_json::json;
+        let mut r = crate::ResultRecord {
+            workload: "kv".into(),
+            test: "get".into(),
+            step: 0,
+            repetition: 0,
+            params: Default::default(),
+            settings: Default::default(),
+            headline: "ops_per_s".into(),
+            started_at: chrono::Utc::now(),
+            duration_s: 1.0,
+            metrics: vec![],
+            missing: vec![],
+            histograms: vec![],
+            telemetry: vec![],
+            telemetry_summary: vec![],
+            flags: vec![],
+            status: crate::Status::Ok,
+            error: None,
+        };
+        assert_eq!(crate::merged_generators(&r), None);
+        for hosts in [json!("rbh2, rbh3,"), json!(["rbh2", "", "rbh3"])] {
+            r.params.insert("loadgen_hosts".into(), hosts);
+            assert_eq!(crate::merged_generators(&r), Some(vec!["rbh2", "rbh3"]));
+        }
+        r.metrics = vec![
+            crate::Metric::new("loadgen_cpu_s", 4.0, "s").label("host", "rbh2"),
+            crate::Metric::new("loadgen_cpu_s", 1.0, "s")
+                .label("host", "rbh3")
+                .label("until_checkpoint_s", "4.0"),
+        ];
+        assert_eq!(crate::merged_generators(&r), Some(vec!["rbh2"]));
+    }
+
     /// An escape sequence, a newline and a right-to-left override from a stored label
     /// reach a terminal escaped.
     #[test]

@@ -1093,13 +1093,18 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 let sums: Vec<&TelemetrySummary> =
                     ok.iter().filter_map(|r| summary_of(r, h)).collect();
                 if sums.is_empty() {
-                    // A host lost mid-test keeps its samples up to then, left out of the
-                    // summaries these figures are of: "none stored" read false beside them.
-                    let kept = ok.iter().any(|r| r.telemetry.iter().any(|s| &s.host == h));
+                    // A host whose telemetry stopped coming back (lost mid-test) keeps its
+                    // samples up to then, left out of the summaries these figures are of:
+                    // "none stored" read false beside them.
+                    let stopped = format!("telemetry.{h}");
+                    let kept = ok.iter().any(|r| {
+                        r.missing.iter().any(|m| m.name == stopped)
+                            && r.telemetry.iter().any(|s| &s.host == h)
+                    });
                     why.add(
                         h,
                         if kept {
-                            "its samples up to where it was lost are kept with the result, left out of the summaries these figures are of (see telemetry_missing)"
+                            "its samples up to where its telemetry stopped coming back are kept with the result, left out of the summaries these figures are of (see telemetry_missing)"
                         } else {
                             "no telemetry from this host was stored with the result"
                         },
@@ -1155,20 +1160,30 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                         .filter_map(|r| gen_metric(r, h).map(|x| x.0))
                         .collect();
                     // A lost generator's figure kept from the test's last checkpoint is
-                    // in no total: said in its cell (it read as adding up to the headline).
-                    let until = ok.iter().find_map(|r| {
-                        r.metric(&headline, &[("host", h)])?
-                            .labels
-                            .get("until_checkpoint_s")
-                            .cloned()
-                    });
-                    row.push(match (v.is_empty(), until) {
+                    // in no total: said in its cell (it read as adding up to the headline),
+                    // with how many of the repetitions' figures are such.
+                    let until: Vec<String> = ok
+                        .iter()
+                        .filter_map(|r| {
+                            r.metric(&headline, &[("host", h)])?
+                                .labels
+                                .get("until_checkpoint_s")
+                                .cloned()
+                        })
+                        .collect();
+                    let mean = || num(v.iter().sum::<f64>() / v.len() as f64);
+                    row.push(match (v.is_empty(), until.first()) {
                         (true, _) => "-".into(),
-                        (false, Some(s)) => format!(
-                            "{} (until {s} s, in no total)",
-                            num(v.iter().sum::<f64>() / v.len() as f64)
+                        (false, Some(s)) if until.len() == v.len() => {
+                            format!("{} (until {s} s, in no total)", mean())
+                        }
+                        (false, Some(_)) => format!(
+                            "{} ({} of {} until a checkpoint, in no total)",
+                            mean(),
+                            until.len(),
+                            v.len()
                         ),
-                        (false, None) => num(v.iter().sum::<f64>() / v.len() as f64),
+                        (false, None) => mean(),
                     });
                 }
                 rows.push(row);
@@ -1219,9 +1234,13 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 "CPU, NIC and power: median of {reps}; NIC traffic sums every NIC but lo, a bridge's or bond's members (counted on it, or only forwarded), an Open vSwitch bridge's ports (counted on its internal port, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait (%steal included), the mean over the host's CPUs: 100 is every CPU busy, where the per-CPU tables' %CPU used is in % of one CPU."
             ));
             if gen_unit.is_some() && partial {
-                notes.push(format!(
-                    "{headline} per generator: mean of {reps}; a generator lost during the test shows what it had measured by the test's last checkpoint, where one was taken (its host_lost flag says when)."
-                ));
+                // Only a test that stopped can have lost a generator on the way.
+                let lost = if unfinished {
+                    "; a generator lost during the test shows what it had measured by the test's last checkpoint, where one was taken (its host_lost flag says when)"
+                } else {
+                    ""
+                };
+                notes.push(format!("{headline} per generator: mean of {reps}{lost}."));
             } else if gen_unit.is_some() {
                 // Whether they do add up: the headline is the whole count over the union
                 // of the generators' windows, which is their sum only while the windows

@@ -1974,7 +1974,7 @@ pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
     get("served_rate_per_s").or_else(|| get("reply_rate_per_s"))
 }
 
-/// What a ramp step's or a search probe's Late % is, said under its table.
+/// What a ramp step's, a search probe's or a load level's Late % is, said under its table.
 fn late_note(step: &str) -> String {
     format!(
         "Late %: the {step}'s requests sent more than 1 ms after their scheduled time or \

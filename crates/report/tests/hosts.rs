@@ -833,6 +833,10 @@ fn a_lost_generators_row_says_what_was_kept_of_it() {
             .label("until_checkpoint_s", "5.0"),
     ];
     r.telemetry_summary.retain(|t| t.host != "gamma");
+    r.missing.push(model::MissingMetric {
+        name: "telemetry.gamma".into(),
+        reason: "host gamma lost".into(),
+    });
     r.telemetry = vec![model::TelemetrySample {
         host: "gamma".into(),
         t_s: 1.0,
@@ -844,10 +848,8 @@ fn a_lost_generators_row_says_what_was_kept_of_it() {
     assert_eq!(t.row("beta").unwrap()[6], "1,000");
     assert_eq!(t.row("gamma").unwrap()[6], "990 (until 5.0 s, in no total)");
     assert!(
-        t.notes
-            .iter()
-            .any(|n| n.contains("gamma")
-                && n.contains("its samples up to where it was lost are kept")),
+        t.notes.iter().any(|n| n.contains("gamma")
+            && n.contains("its samples up to where its telemetry stopped coming back")),
         "{:?}",
         t.notes
     );

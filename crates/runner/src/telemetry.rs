@@ -597,12 +597,13 @@ impl Telemetry {
             .cloned()
             .collect();
         flags.extend(steal_flags(&ours, &self.disclosed));
-        let lost: Vec<&str> = step.missing.iter().map(|(h, _)| h.as_str()).collect();
+        // The hosts whose telemetry did not come back (lost, or a failed take).
+        let unwatched: Vec<&str> = step.missing.iter().map(|(h, _)| h.as_str()).collect();
         flags.extend(other_load_flags(
             &ours,
             &summary,
             server_host,
-            &lost,
+            &unwatched,
             &self.disclosed,
         ));
         flags.extend(coarse_flags(&ours, lengthen));
@@ -1079,20 +1080,24 @@ impl Disclosed {
 /// namespaces, containers) are judged once, as that kernel, against the test's processes
 /// on all of them (`all`: every host's summary): the generators' on the next namespace
 /// are no other load (every multi-host result on such hosts read `other_load x3`). A
-/// kernel one of whose hosts was `lost` during the test is not judged: that host's
-/// processes (a generator's) ran there unwatched past its last sample, and their CPU
-/// read as another's (a lost generator's 38% as `other_load` on the server's host).
+/// kernel one of whose hosts is `unwatched` (its telemetry did not come back: a host
+/// lost during the test, a take that failed) is not judged: that host's processes (a
+/// generator's) ran there with no figure here, and their CPU read as another's (a lost
+/// generator's 38% as `other_load` on the server's host).
 pub fn other_load_flags(
     summaries: &[TelemetrySummary],
     all: &[TelemetrySummary],
     server_host: Option<&str>,
-    lost: &[&str],
+    unwatched: &[&str],
     kernels: &Disclosed,
 ) -> Vec<Flag> {
     let mut out = Vec::new();
-    let lost_on =
-        |h: &str| lost.contains(&h) || kernels.mates(h).iter().any(|m| lost.contains(&m.as_str()));
-    let judged = |s: &&TelemetrySummary| s.samples > 0 && !s.procs.is_empty() && !lost_on(&s.host);
+    let unseen = |h: &str| {
+        std::iter::once(h)
+            .chain(kernels.mates(h).iter().map(String::as_str))
+            .any(|x| unwatched.contains(&x))
+    };
+    let judged = |s: &&TelemetrySummary| s.samples > 0 && !s.procs.is_empty() && !unseen(&s.host);
     for (s, mates) in kernels.once_each(summaries.iter().filter(judged)) {
         // The test's server on this kernel (this host, or another name of it) that is not
         // watched (given with --target): its CPU is the test's own, not another's, and

@@ -617,6 +617,12 @@ fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonS
             // the whole system by definition; any other hwmon sensor is a component.
             let whole_system = dev_name == "power_meter";
             match read_u64(&path) {
+                // A whole-system meter reading 0 W reports nothing: no source (beside it a
+                // --power-model was refused, and each of its readings then dropped).
+                Ok(0) if whole_system && !is_energy => det.notes.push(format!(
+                    "hwmon {zone}: reads 0 W for the whole system, which a running system \
+                     cannot draw (the sensor reports nothing); not used"
+                )),
                 Ok(v) => {
                     det.sources.push(format!("hwmon:{zone}"));
                     if whole_system {

@@ -227,7 +227,26 @@ fn hwmon_power_meter_and_energy_counter() {
         ]
     );
     // A whole-system meter reading 0 W reports nothing: a failed reading, not 0 W
-    // measured; a component at 0 W (an idle rail) is a reading.
+    // measured; a component at 0 W (an idle rail) is a reading. One that reads 0 W from
+    // the start is no source at all (a model may stand beside it).
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let hw = dir.path().join("hwmon");
+        write(&hw.join("hwmon0/name"), "power_meter\n");
+        write(&hw.join("hwmon0/power1_average"), "0\n");
+        let (_, det) = PowerSources::open(&empty_cfg(dir.path()));
+        assert!(
+            det.sources.is_empty() && det.whole_system.is_empty(),
+            "{det:?}"
+        );
+        assert!(
+            det.notes
+                .iter()
+                .any(|n| n.contains("reads 0 W for the whole system")),
+            "{:?}",
+            det.notes
+        );
+    }
     write(&hw.join("hwmon0/power1_average"), "0\n");
     write(&hw.join("hwmon1/power1_input"), "0\n");
     let r = src.read(Instant::now() + Duration::from_secs(6), None, true);

@@ -51,8 +51,9 @@ pub struct ExportArgs {
     /// Export every stored run.
     #[arg(long)]
     pub all: bool,
-    /// Output format. Default: from the -o file's extension (.json or .csv; none, json;
-    /// another is refused unless --format is given).
+    /// Output format. Default: from the -o file's extension (.json or .csv, a backup's
+    /// .json.bak too; none, or a dated name's digits, json; another is refused unless
+    /// --format is given).
     #[arg(long, short = 'f', value_enum)]
     pub format: Option<ExportFormat>,
     /// Write to this file (atomically) instead of stdout.
@@ -367,10 +368,7 @@ const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here (thei
 /// (a `report.md` overwritten with JSON), another's (`runs.xlsx`) at `--format`: it got
 /// JSON under a spreadsheet's name.
 fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    match ext.as_deref() {
+    match named_ext(path).as_deref() {
         Some("csv") => Ok(ExportFormat::Csv),
         Some(report @ ("md" | "html" | "htm" | "svg")) => anyhow::bail!(
             "export -o {}: export writes JSON or CSV, not .{report}; a Markdown or HTML \
@@ -379,11 +377,6 @@ fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
             path.display()
         ),
         Some("json") | None => Ok(ExportFormat::Json),
-        _ if path.file_stem().map(Path::new).and_then(Path::extension)
-            == Some(std::ffi::OsStr::new("json")) =>
-        {
-            Ok(ExportFormat::Json)
-        }
         // A dated name's last part (`runs-2024.06.01`) is no file type.
         Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => Ok(ExportFormat::Json),
         // `-o runs.xlsx` wrote JSON under a spreadsheet's name, and said it had exported.
@@ -396,13 +389,26 @@ fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
     }
 }
 
+/// The extension an `export -o` name gives its format by, lower-cased: its own, or a
+/// backup's inner one (`runs.json.bak`, `.old`, `.orig`: json; `runs.json.gz` is `gz`).
+fn named_ext(path: &Path) -> Option<String> {
+    let lower = |p: &Path| {
+        p.extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+    };
+    let ext = lower(path)?;
+    if ["bak", "old", "orig"].contains(&ext.as_str()) {
+        if let Some(inner) = path.file_stem().map(Path::new).and_then(lower) {
+            return Some(inner);
+        }
+    }
+    Some(ext)
+}
+
 /// A `--format` the -o name contradicts (`--format csv -o runs.json`) is refused, as
 /// `report` refuses one: it wrote CSV into a `.json` file that `import` then refused.
 fn given_format_fits(f: ExportFormat, path: &Path) -> anyhow::Result<ExportFormat> {
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    let named = match ext.as_deref() {
+    let named = match named_ext(path).as_deref() {
         Some("json") => Some(ExportFormat::Json),
         Some("csv") => Some(ExportFormat::Csv),
         _ => None,
@@ -1966,6 +1972,12 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert_eq!(of("runs").unwrap(), ExportFormat::Json);
         assert_eq!(of("runs-2024.06.01").unwrap(), ExportFormat::Json);
         assert_eq!(of("runs.json.bak").unwrap(), ExportFormat::Json);
+        assert_eq!(of("runs.JSON.old").unwrap(), ExportFormat::Json);
+        assert_eq!(of("runs.csv.bak").unwrap(), ExportFormat::Csv);
+        // Compressed or another's type behind `.json` is not JSON as written.
+        assert!(of("runs.json.gz").is_err());
+        assert!(of("runs.json.xlsx").is_err());
+        assert!(given_format_fits(ExportFormat::Csv, Path::new("runs.json.bak")).is_err());
         let err = of("runs.xlsx").unwrap_err().to_string();
         assert!(
             err.contains(".xlsx is neither") && err.contains("--format"),
