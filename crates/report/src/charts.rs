@@ -296,12 +296,17 @@ fn point_marks(series: &[LineSeries], flagged: &[(String, f64, String)]) -> svg:
 /// A point's warning codes as a marked point's tooltip says them (`other_load,
 /// shares_cpus`), each once; None without a warning.
 pub(crate) fn warning_codes(p: &Point) -> Option<String> {
-    let fl = p.flags();
-    let codes: Vec<&str> = derive::distinct_codes(&fl)
-        .iter()
-        .map(|f| f.code.as_str())
-        .collect();
+    let codes = warning_code_list(p);
     (!codes.is_empty()).then(|| codes.join(", "))
+}
+
+/// A point's warning codes ([`warning_codes`]), each once, as a list.
+pub(crate) fn warning_code_list(p: &Point) -> Vec<String> {
+    let fl = p.flags();
+    derive::distinct_codes(&fl)
+        .iter()
+        .map(|f| f.code.clone())
+        .collect()
 }
 
 /// A chart's note when it leaves some of its curves out (too many to read, or a line of one

@@ -559,7 +559,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let mut warned: BTreeMap<RsaCell, Vec<String>> = BTreeMap::new();
     let points = labelled_points(run, wl, |_| true, true, &["threads"]);
     for (point, codes, r) in points.iter().flat_map(|(label, p)| {
-        let codes = crate::charts::warning_codes(p);
+        let codes = crate::charts::warning_code_list(p);
         p.valid()
             .into_iter()
             .map(move |r| (label, codes.clone(), r))
@@ -604,11 +604,11 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         for (k, (s, v)) in mine {
             // Two points meeting in one cell (differing only in what the table does not
             // show) mark it with both's codes, each once: it kept the last one's alone.
-            if let Some(codes) = &codes {
+            if !codes.is_empty() {
                 let cell = warned.entry(k.clone()).or_default();
-                for c in codes.split(", ") {
-                    if !cell.iter().any(|x| x == c) {
-                        cell.push(c.to_string());
+                for c in &codes {
+                    if !cell.contains(c) {
+                        cell.push(c.clone());
                     }
                 }
             }
