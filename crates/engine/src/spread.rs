@@ -1043,7 +1043,8 @@ pub fn add_figures(
             n => format!(
                 "{why}; the figures are of the {n} of {generators} load generators that \
                  reported, and any requests the others made before they failed are in none \
-                 of them: run the test again for a whole figure"
+                 of them (a server's own count, such as server_calls, holds them too): run \
+                 the test again for a whole figure"
             ),
         };
         step.flags.push(Flag::invalid("host_failed", flag));
@@ -1437,7 +1438,8 @@ mod tests {
             failed.message,
             "load generator c: gone; the figures are of the 2 of 3 load generators that \
              reported, and any requests the others made before they failed are in none of \
-             them: run the test again for a whole figure"
+             them (a server's own count, such as server_calls, holds them too): run the \
+             test again for a whole figure"
         );
         assert_eq!(step.error.as_deref(), Some("load generator c: gone"));
     }
