@@ -647,6 +647,25 @@ fn zerocopy_without_a_temporary_directory_is_refused_before_any_test() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A store in new directories says it made them, naming the outermost (a typo in --db
+/// made a tree at / without a word, where `-o` refuses a missing directory); one in a
+/// directory that was there says nothing of it.
+#[test]
+fn a_store_in_new_directories_says_it_made_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a/b/r.sqlite");
+    let (code, out, err) = short_run(&db, &[]);
+    assert_eq!(code, 0, "{err}");
+    let made = format!(
+        "(a new store: made the directory {})",
+        dir.path().join("a").display()
+    );
+    assert!(out.contains(&made), "{out}");
+    let (code, out, err) = short_run(&db, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("a new store"), "{out}");
+}
+
 /// A store in new directories, refused in prepare (after it was opened): neither the
 /// store nor the directories made for it are left.
 #[test]

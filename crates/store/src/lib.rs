@@ -123,6 +123,12 @@ impl Store {
         })
     }
 
+    /// The directories made for this store when it was opened (a `--db` in directories
+    /// that did not exist), deepest first: said where the run says where it is stored.
+    pub fn made_dirs(&self) -> &[PathBuf] {
+        &self.made_dirs
+    }
+
     /// Open and migrate only up to `version` (tests of the migrations use it).
     #[doc(hidden)]
     pub fn open_at_version(path: &Path, version: u32) -> anyhow::Result<Store> {

@@ -962,8 +962,14 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         // Parameters, tests and units come from the plan and the workloads: shown safe.
         engine::out!("{}", model::printable_lines(&repetition_summary(&stored)));
         let (db_shown, at) = (db.display(), store::db_option(&db));
+        // A store in directories that did not exist says it made them (a typo in --db
+        // made a tree at / without a word, where `-o` refuses a missing directory).
+        let made = match store.made_dirs().last() {
+            Some(d) => format!(" (a new store: made the directory {})", d.display()),
+            None => String::new(),
+        };
         engine::outln!(
-            "\nstored as run {run_id} in {db_shown}\n  details: rackbench{at} show {run_id}\n  report:  rackbench{at} report {run_id} -o report.html"
+            "\nstored as run {run_id} in {db_shown}{made}\n  details: rackbench{at} show {run_id}\n  report:  rackbench{at} report {run_id} -o report.html"
         );
     }
     if let Some(f) = &finished.failure {
