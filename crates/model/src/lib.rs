@@ -639,14 +639,8 @@ const RECEIVER_FIGURES: [&str; 9] = [
 /// `throughput_gbit_per_s`: received). A missing figure's name may carry its labels
 /// (`throughput_gbit_per_s{end=sender}`), as the workload names it.
 pub fn net_figure_end(name: &str, labels: &BTreeMap<String, String>) -> PairEnd {
-    let (base, inline) = match name.split_once('{') {
-        Some((b, rest)) => (b, rest.trim_end_matches('}')),
-        None => (name, ""),
-    };
-    let inline_end = inline
-        .split(',')
-        .find_map(|kv| kv.trim().strip_prefix("end="));
-    match labels.get("end").map(String::as_str).or(inline_end) {
+    let (base, inline) = inline_labels(name);
+    match labels.get("end").or(inline.get("end")).map(String::as_str) {
         Some("sender") => return PairEnd::Sender,
         Some("receiver") => return PairEnd::Receiver,
         Some(_) => return PairEnd::Both,
@@ -659,6 +653,22 @@ pub fn net_figure_end(name: &str, labels: &BTreeMap<String, String>) -> PairEnd 
     } else {
         PairEnd::Both
     }
+}
+
+/// A figure's name and the labels it carries inline, as a missing figure's name carries
+/// them (`throughput_gbit_per_s{end=sender}`, `loadgen_busy_pct{host=rbh3}`); a name
+/// without braces has none.
+pub fn inline_labels(name: &str) -> (&str, BTreeMap<String, String>) {
+    let Some((base, rest)) = name.split_once('{') else {
+        return (name, BTreeMap::new());
+    };
+    let labels = rest
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|kv| kv.trim().split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    (base, labels)
 }
 
 /// One fact of a host's disclosure: its value, or why it could not be read.

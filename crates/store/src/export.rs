@@ -430,13 +430,15 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                 emit(&host, Some(r), &m.name, num(m.value), &unit, &m.labels)?;
             }
             for m in &r.missing {
-                // A host's own missing figure names it: `telemetry.rbh3`, a generator's
-                // `loadgen_busy_pct{host=rbh3}` (they were filed under the server's host).
-                let own = missing_host(&m.name)
-                    .map(|h| BTreeMap::from([("host".to_string(), h.to_string())]))
-                    .unwrap_or_default();
+                // A missing figure's name carries its labels (`end=sender`), a host's own
+                // its host: `loadgen_busy_pct{host=rbh3}`, `telemetry.rbh3` (they were
+                // filed under the server's host).
+                let (base, mut own) = model::inline_labels(&m.name);
+                if let Some(h) = m.name.strip_prefix("telemetry.") {
+                    own.insert("host".into(), h.into());
+                }
                 emit(
-                    &host_of(&m.name, &own),
+                    &host_of(base, &own),
                     Some(r),
                     &m.name,
                     String::new(),
@@ -598,18 +600,6 @@ fn power_labels(
         ("whole_system", if whole_system { "true" } else { "false" }),
         ("modelled", if modelled { "true" } else { "false" }),
     ])
-}
-
-/// The host a missing figure's name gives as its own: `telemetry.HOST` (a host's whole
-/// telemetry), or a `host=HOST` among the braces of `name{host=HOST}`.
-fn missing_host(name: &str) -> Option<&str> {
-    if let Some(h) = name.strip_prefix("telemetry.") {
-        return Some(h);
-    }
-    let inside = name.split_once('{')?.1.strip_suffix('}')?;
-    inside
-        .split(',')
-        .find_map(|kv| kv.trim().strip_prefix("host="))
 }
 
 fn labels<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
