@@ -188,6 +188,50 @@ fn hosts_check_reports_each_host_as_itself() {
     assert_nothing_left(&h, 10);
 }
 
+/// `hosts check` finds a host's server programs as their launchers do: oltp's where
+/// `RACKBENCH_PG_BINDIR` and `RACKBENCH_MARIADB_BINDIR` say when they are set, and the
+/// programs that set up a database (`initdb`, `mariadb-install-db`) beside the servers
+/// (it listed the postgres under /usr/lib/postgresql where the launcher would not look,
+/// and no initdb).
+#[test]
+fn hosts_check_finds_the_programs_as_their_launchers_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (pg, maria) = (tmp.path().join("pg"), tmp.path().join("maria"));
+    std::fs::create_dir(&pg).unwrap();
+    std::fs::create_dir(&maria).unwrap();
+    for p in ["initdb", "postgres"] {
+        std::fs::write(pg.join(p), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(pg.join(p), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Not executable: not a program a launch could run.
+    std::fs::write(maria.join("mariadbd"), "").unwrap();
+    let out = bin()
+        .env("RACKBENCH_PG_BINDIR", &pg)
+        .env("RACKBENCH_MARIADB_BINDIR", &maria)
+        .args(["--json", "hosts", "check", "local"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let servers: BTreeMap<String, Value> = v[0]["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap().to_string(), p[1].clone()))
+        .collect();
+    for p in ["initdb", "postgres"] {
+        assert_eq!(servers[p], pg.join(p).display().to_string(), "{v}");
+    }
+    for p in ["mariadbd", "mariadb-install-db"] {
+        assert_eq!(servers[p], Value::Null, "{v}");
+    }
+    for p in ["redis-server", "nginx"] {
+        assert!(servers.contains_key(p), "{v}");
+    }
+}
+
 /// `hosts check` says two names of one machine are one (a run refuses them), exit 1;
 /// a name ssh could take for something else is bad input, said before any host is
 /// tried, not `UNREACHABLE` (acceptance K, 7).

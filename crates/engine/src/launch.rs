@@ -191,7 +191,7 @@ fn spawn_from_launcher(cmd: &mut Command) -> std::io::Result<Child> {
     child
 }
 
-/// Find `name` in the directories of the environment variable `var` (its value `dirs`,
+/// Find `name`, an executable file, in the directories of the environment variable `var` (its value `dirs`,
 /// `:`-separated), which replace every other search. The error says what the variable
 /// replaced (`searched`), how to install the program (`install`) and what the directories
 /// must hold (`holds`).
@@ -205,7 +205,7 @@ pub fn find_binary_in_dirs(
 ) -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::split_paths(dirs)
         .map(|d| d.join(name))
-        .find(|p| p.is_file())
+        .find(|p| is_executable(p))
     {
         return Ok(p);
     }

@@ -45,7 +45,7 @@ pub mod wire;
 pub mod workload;
 
 pub use load::{LoadOutcome, LoadShape, LoadSpec, Outcome, StopAfter};
-pub use workload::{Ctx, Registration, StepOutput, Workload};
+pub use workload::{no_programs, Ctx, Registration, StepOutput, Workload};
 
 /// `eprintln!` that never panics: a closed or broken stderr (`2>&-`, `2>&1 | head` after
 /// head quit) loses the line, never the run or its exit status. rackbench prints to

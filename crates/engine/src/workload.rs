@@ -667,6 +667,16 @@ pub fn settings_of(configs: &[serde_json::Result<serde_json::Value>]) -> Params 
 /// Builds a workload for one sweep point.
 pub type BuildFn = fn(&Params) -> anyhow::Result<Box<dyn Workload>>;
 
+/// The programs a workload's services launch, each with where this host has it, found
+/// as the launcher finds it (its environment override, PATH, the distribution's own
+/// directories), or None: what `hosts check` says a host can launch.
+pub type ProgramsFn = fn() -> Vec<(&'static str, Option<std::path::PathBuf>)>;
+
+/// The [`ProgramsFn`] of a workload that launches no program of its own.
+pub fn no_programs() -> Vec<(&'static str, Option<std::path::PathBuf>)> {
+    Vec::new()
+}
+
 /// How a workload registers itself: one of these per workload crate, listed once in the
 /// CLI's registry.
 pub struct Registration {
@@ -697,6 +707,8 @@ pub struct Registration {
     pub has_server: bool,
     /// What a load generator runs against the service's endpoints.
     pub driver: Option<crate::host::DriverFn>,
+    /// The programs its services launch and where this host has them.
+    pub programs: ProgramsFn,
     /// How a user makes its tests longer, for advice on a test too short to measure
     /// (`--duration, or a larger -n`; mem's `more --samples or a larger --sample-ms`).
     pub lengthen: &'static str,
@@ -737,6 +749,7 @@ mod tests {
             service: None,
             has_server: false,
             driver: None,
+            programs: no_programs,
             lengthen: "",
         };
         let error = |build| {

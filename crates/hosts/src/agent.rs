@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::os::fd::FromRawFd;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -49,50 +48,15 @@ pub fn own_arch() -> &'static str {
     std::env::consts::ARCH
 }
 
-/// Servers rackbench can launch on this host, found where a launch looks for them: on
-/// PATH, and for the database servers where their launchers look besides (oltp's: its
-/// `mariadbd` in /usr/sbin, Debian's place, off a plain user's PATH; `postgres` under
-/// /usr/lib/postgresql: oltp ran `--engine mariadb` on a host whose check listed no
-/// MariaDB). The launchers' own environment overrides (`RACKBENCH_PG_BINDIR`, ...) are
-/// not read here.
-pub fn servers_here() -> BTreeMap<String, Option<String>> {
-    let mut pg_dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|rd| rd.flatten().map(|e| e.path().join("bin")).collect())
-        .unwrap_or_default();
-    // The newest major version first, as the launcher takes it (15 before 9.6).
-    let major = |d: &PathBuf| -> u32 {
-        d.parent()
-            .and_then(|v| v.file_name())
-            .and_then(|v| v.to_str()?.split('.').next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    pg_dirs.sort_by_key(|d| std::cmp::Reverse(major(d)));
-    let maria_dirs: Vec<PathBuf> = ["/usr/sbin", "/usr/bin", "/usr/local/mysql/bin"]
+/// The programs the workloads' services launch, each with where this host has it, as
+/// each workload's launcher finds it ([`engine::workload::ProgramsFn`]: its environment
+/// override such as `RACKBENCH_PG_BINDIR`, PATH, the distribution's directories).
+pub fn programs_here(workloads: &[engine::Registration]) -> BTreeMap<String, Option<String>> {
+    workloads
         .iter()
-        .map(PathBuf::from)
-        .collect();
-    [
-        ("redis-server", "redis-server", &[][..]),
-        ("nginx", "nginx-light", &[]),
-        ("postgres", "postgresql", &pg_dirs),
-        ("mariadbd", "mariadb-server", &maria_dirs),
-    ]
-    .into_iter()
-    .map(|(bin, pkg, dirs)| {
-        let found = engine::launch::find_binary(bin, pkg)
-            .ok()
-            .or_else(|| found_in(bin, dirs))
-            .map(|p| p.display().to_string());
-        (bin.to_string(), found)
-    })
-    .collect()
-}
-
-/// `bin` as an executable file in the first of `dirs` that has it.
-fn found_in(bin: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
-    dirs.iter()
-        .map(|d| d.join(bin))
-        .find(|p| engine::launch::is_executable(p))
+        .flat_map(|w| (w.programs)())
+        .map(|(name, path)| (name.to_string(), path.map(|p| p.display().to_string())))
+        .collect()
 }
 
 /// SSH_CONNECTION is "client_ip client_port server_ip server_port".
@@ -106,7 +70,8 @@ fn ssh_connection() -> (Option<String>, Option<String>) {
     }
 }
 
-pub fn hello() -> anyhow::Result<Hello> {
+/// This host's introduction, `servers` being [`programs_here`]'s.
+pub fn hello(servers: BTreeMap<String, Option<String>>) -> anyhow::Result<Hello> {
     let (address, peer_address) = ssh_connection();
     Ok(Hello {
         protocol: PROTOCOL_VERSION,
@@ -122,7 +87,7 @@ pub fn hello() -> anyhow::Result<Hello> {
         peer_address,
         addresses: crate::local_addresses(),
         boot_id: model::process::boot_id(),
-        servers: servers_here(),
+        servers,
         exe: std::fs::read_link("/proc/self/exe")
             .ok()
             .and_then(|p| p.into_os_string().into_string().ok()),
@@ -266,10 +231,17 @@ pub fn mark_stderr() {
     let _ = writeln!(e, "{STDERR_MARK}").and_then(|()| e.flush());
 }
 
-/// Serve the controller until it goes. Returns the exit code.
-pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Result<i32> {
+/// Serve the controller until it goes, the workloads' services found in `catalog` and
+/// their programs said in the introduction (`servers`, [`programs_here`]). Returns the
+/// exit code.
+pub fn serve(
+    name: &str,
+    catalog: Catalog,
+    servers: BTreeMap<String, Option<String>>,
+    idle_timeout: Duration,
+) -> anyhow::Result<i32> {
     engine::launch::init_reaper();
-    let hello = hello()?;
+    let hello = hello(servers)?;
     let host = Arc::new(LocalHost::new(name, catalog, true));
     let outbox: Arc<Outbox> = Arc::default();
     // The address the controller reached us at, as sshd saw it: ours unless something
@@ -424,24 +396,6 @@ pub fn end_everything(host: &Arc<LocalHost>, limit: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A server off PATH is found in its launcher's other places, as an executable file
-    /// only (MariaDB's in /usr/sbin was not listed; the check listed redis, nginx and
-    /// postgres only).
-    #[test]
-    fn a_server_off_path_is_found_where_its_launcher_looks() {
-        use std::os::unix::fs::PermissionsExt;
-        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let dirs = [a.path().to_path_buf(), b.path().to_path_buf()];
-        assert_eq!(found_in("mariadbd", &dirs), None);
-        std::fs::write(a.path().join("mariadbd"), "").unwrap();
-        assert_eq!(found_in("mariadbd", &dirs), None, "not executable");
-        let exe = b.path().join("mariadbd");
-        std::fs::write(&exe, "").unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(found_in("mariadbd", &dirs), Some(exe));
-        assert!(servers_here().contains_key("mariadbd"));
-    }
 
     /// A handler that panics is answered with an error that says so, never left
     /// unanswered.

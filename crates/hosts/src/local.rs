@@ -401,6 +401,7 @@ mod tests {
                 }
                 Ok(serde_json::Value::Null)
             }),
+            programs: engine::no_programs,
             lengthen: "--duration",
         })
     }

@@ -457,7 +457,7 @@ mod tests {
     /// then used, with a note saying so.
     #[test]
     fn the_hello_carries_the_online_cpu_list_and_an_older_one_still_reads() {
-        let mut hello = crate::agent::hello().unwrap();
+        let mut hello = crate::agent::hello(Default::default()).unwrap();
         assert_eq!(hello.online, Some(engine::launch::cpus_online_here()));
         hello.cpus = 3;
         hello.online = Some(engine::launch::OnlineCpus::listed(vec![0, 1, 3]));

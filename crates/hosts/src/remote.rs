@@ -803,7 +803,7 @@ mod tests {
         assert!(e.contains(&format!("protocol {PROTOCOL_VERSION} ")), "{e}");
         assert!(e.contains(cache), "{e}");
         // This build's hello is taken whole.
-        let mine = serde_json::to_value(crate::agent::hello().unwrap()).unwrap();
+        let mine = serde_json::to_value(crate::agent::hello(Default::default()).unwrap()).unwrap();
         let own = mine["binary_sha256"].as_str().unwrap().to_string();
         assert_eq!(accept_hello(mine, &own, cache).unwrap().binary_sha256, own);
     }

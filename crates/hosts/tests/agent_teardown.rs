@@ -89,6 +89,7 @@ fn catalog(name: &str) -> Option<Registration> {
         service: Some(service),
         has_server: true,
         driver: None,
+        programs: engine::no_programs,
         lengthen: "--duration",
     })
 }

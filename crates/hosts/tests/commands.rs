@@ -41,7 +41,13 @@ fn hold_if_asked() -> bool {
             true
         }
         Ok("agent") => {
-            agent::serve("test-agent", |_| None, Duration::from_secs(60)).unwrap();
+            agent::serve(
+                "test-agent",
+                |_| None,
+                Default::default(),
+                Duration::from_secs(60),
+            )
+            .unwrap();
             true
         }
         _ => false,

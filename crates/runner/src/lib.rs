@@ -2692,6 +2692,7 @@ mod tests {
                     service: None,
                     has_server: false,
                     driver: None,
+                    programs: engine::no_programs,
                     lengthen: "--duration",
                 },
                 params: params.clone(),

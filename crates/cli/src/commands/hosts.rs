@@ -27,6 +27,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<i32> {
     hosts::agent::serve(
         &a.name,
         registry::find,
+        hosts::agent::programs_here(&registry::all()),
         Duration::from_secs_f64(a.idle_timeout),
     )
 }
@@ -277,7 +278,7 @@ fn check_one(name: &str, ssh_config: Option<PathBuf>, verbose: bool) -> HostChec
             out.hello = Some(hello.clone());
         }
         None => {
-            if let Ok(hello) = hosts::agent::hello() {
+            if let Ok(hello) = hosts::agent::hello(hosts::agent::programs_here(&registry::all())) {
                 out.arch = Some(hello.arch.clone());
                 out.kernel = Some(hello.kernel.clone());
                 out.hostname = Some(hello.hostname.clone());

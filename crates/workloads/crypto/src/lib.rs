@@ -111,6 +111,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: false,
         driver: Some(driver::drive),
+        programs: engine::no_programs,
         lengthen: "--duration",
     }
 }

@@ -602,6 +602,7 @@ pub fn registration() -> Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(driver::drive),
+        programs: || vec![("nginx", engine::launch::find_binary("nginx", "nginx-light").ok())],
         lengthen: "--duration, or a larger -n",
     }
 }

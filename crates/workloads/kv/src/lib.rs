@@ -457,6 +457,12 @@ pub fn registration() -> Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(driver::drive),
+        programs: || {
+            vec![(
+                "redis-server",
+                engine::launch::find_binary("redis-server", "redis-server").ok(),
+            )]
+        },
         lengthen: "--duration, or a larger -n",
     }
 }

@@ -120,6 +120,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: false,
         driver: Some(driver::drive),
+        programs: engine::no_programs,
         lengthen: "more --samples, or a larger --sample-ms",
     }
 }

@@ -195,6 +195,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(drive),
+        programs: engine::no_programs,
         lengthen: "--duration",
     }
 }

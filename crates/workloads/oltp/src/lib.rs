@@ -629,6 +629,16 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(driver::drive),
+        programs: || {
+            let pg = |p| server::find_pg_binary(p).ok();
+            let maria = |p| mariadb_server::find_binary(p).ok();
+            vec![
+                ("initdb", pg("initdb")),
+                ("postgres", pg("postgres")),
+                ("mariadb-install-db", maria("mariadb-install-db")),
+                ("mariadbd", maria("mariadbd")),
+            ]
+        },
         lengthen: "--duration",
     }
 }

@@ -72,7 +72,7 @@ pub fn find_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow::R
     }
     for dir in ["/usr/sbin", "/usr/bin", "/usr/local/mysql/bin"] {
         let p = Path::new(dir).join(name);
-        if p.is_file() {
+        if engine::launch::is_executable(&p) {
             return Ok(p);
         }
     }

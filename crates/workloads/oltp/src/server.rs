@@ -68,7 +68,7 @@ pub fn find_pg_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow
                 .and_then(|v| v.parse::<u32>().ok())
                 .unwrap_or(0);
             let p = e.path().join("bin").join(name);
-            if p.is_file() {
+            if engine::launch::is_executable(&p) {
                 candidates.push((version, p));
             }
         }
