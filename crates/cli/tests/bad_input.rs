@@ -141,6 +141,18 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "load levels must be percentages",
         ),
         (
+            &[
+                "kv",
+                "-t",
+                "levels",
+                "--capacity",
+                "1000",
+                "--levels",
+                "50,50.0",
+            ],
+            "--levels names 50% twice: give each level once",
+        ),
+        (
             &["kv", "-t", "search", "--search-start", "0"],
             "search start",
         ),

@@ -1586,6 +1586,15 @@ pub fn check_levels(levels_pct: &[f64]) -> anyhow::Result<()> {
     if let Some(p) = levels_pct.iter().find(|p| !(**p > 0.0 && **p <= 1000.0)) {
         bail!("load levels must be percentages of the capacity above 0, at most 1000 (e.g. --levels 100,90,80), not {p}");
     }
+    // Each level is stored under its label: a second 50% was kept beside the first
+    // under one name, and `show` and the report showed one of the two.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(p) = levels_pct
+        .iter()
+        .find(|p| !seen.insert(level_label(Some(**p))))
+    {
+        bail!("--levels names {p}% twice: give each level once (e.g. --levels 100,50)");
+    }
     Ok(())
 }
 

@@ -73,6 +73,10 @@ pub const KEYS: [&str; 16] = [
 /// a setting a capacity test ran at.
 pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];
 
+/// A step's metric (the runner's telemetry adds it) of how far, in percent of one CPU,
+/// the host's CPUs were counted busy below what the step's own processes ran.
+pub const TICKS_MISSED: &str = "cpu_ticks_missed_pct";
+
 /// The flags of the capacity tests. Defaults that depend on the workload (rates, step
 /// length) are written into the help by [`document_defaults`].
 #[derive(Args, Debug, Serialize, Default)]
@@ -1005,6 +1009,38 @@ pub fn run(
                 behind.join(", "),
                 d.more_load,
                 crate::capacity::MORE_GENERATOR_CPU
+            ),
+        ));
+    }
+    // A host's CPU busy below the step's own processes' CPU cannot be right: the kernel
+    // missed their time (the whole test's telemetry says it too, but not of a step; a
+    // level's modelled watts read 53.5 at 75% beside 59.3 at 50%).
+    let uncounted: Vec<String> = steps
+        .iter()
+        .filter_map(|s| {
+            let m = s.extra.iter().find(|m| m.name == TICKS_MISSED)?;
+            let step = match s.demanded_rate_per_s {
+                r if r > 0.0 => format!("{r:.0} {unit}"),
+                _ => "active idle".to_string(),
+            };
+            Some(format!("{step} ({:.0}% of one CPU uncounted)", m.value))
+        })
+        .collect();
+    if !uncounted.is_empty() {
+        let modelled = flags.iter().any(|f| f.code == "power_modelled");
+        flags.push(Flag::warning(
+            "cpu_ticks_missed",
+            format!(
+                "steps whose host's CPUs were counted busy for less than this test's own \
+                 processes ran: {}; the kernel samples CPU time at its ticks, and a paced \
+                 load that sleeps between them goes uncounted: their host CPU busy reads low \
+                 (the processes' own CPU is exact){}",
+                uncounted.join(", "),
+                if modelled {
+                    ", and so does the power modelled from it (their perf/W reads high)"
+                } else {
+                    ""
+                }
             ),
         ));
     }
@@ -2182,6 +2218,81 @@ mod tests {
             "{:?}",
             l.missing
         );
+    }
+
+    /// A step whose host counted its CPUs busy for less than its own processes ran says
+    /// so, and that the power modelled from that busy figure reads low (a level read 3.5%
+    /// host busy beside its processes' 30% of one CPU, its modelled watts below those of
+    /// a lower level, with no word of it).
+    #[test]
+    fn a_step_whose_ticks_missed_its_processes_is_said() {
+        struct Missed(AtomicU64);
+        impl Watch for Missed {
+            fn set_warmup(&self, _on: bool) {}
+            fn watch_process(&self, _role: &str, _pid: u32) {}
+            fn mark(&self) -> Option<u64> {
+                Some(self.0.fetch_add(1, Ordering::Relaxed))
+            }
+            fn since_mark(&self, mark: u64, _window: Option<(f64, f64)>) -> Vec<Metric> {
+                let mut m = vec![
+                    Metric::new("cpu_busy_pct", 3.5, "%"),
+                    Metric::new("power_w", 53.5, "W").label("source", "model:system"),
+                ];
+                if mark == 1 {
+                    m.push(Metric::new(TICKS_MISSED, 23.0, "%"));
+                }
+                m
+            }
+        }
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"capacity": 500, "levels": [100, 50], "idle_duration": 0})),
+        )
+        .unwrap();
+        let c = ctx(Arc::new(Missed(AtomicU64::new(0))));
+        let l = run(
+            "kv",
+            "levels",
+            &cfg,
+            &D,
+            &c,
+            &mut Found::default(),
+            None,
+            1,
+            step,
+        )
+        .unwrap();
+        let f = l
+            .flags
+            .iter()
+            .find(|f| f.code == "cpu_ticks_missed")
+            .expect("the step whose ticks missed its processes is said");
+        assert!(
+            f.message
+                .contains(" ran: 250 ops/s (23% of one CPU uncounted); ")
+                && f.message.contains("so does the power modelled from it"),
+            "{}",
+            f.message
+        );
+        // Not said where no step missed.
+        let quiet = ctx(Arc::new(FakeWatch {
+            marks: AtomicU64::new(0),
+            last_rate: Arc::new(AtomicU64::new(0)),
+            modelled: true,
+        }));
+        let l = run(
+            "kv",
+            "levels",
+            &cfg,
+            &D,
+            &quiet,
+            &mut Found::default(),
+            None,
+            1,
+            step,
+        )
+        .unwrap();
+        assert!(l.flags.iter().all(|f| f.code != "cpu_ticks_missed"));
     }
 
     /// A watch whose power comes from step `after` on no more: the host was lost then

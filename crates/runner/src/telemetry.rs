@@ -1278,6 +1278,10 @@ pub fn meter_late_flags(samples: &[TelemetrySample]) -> Vec<Flag> {
 /// A paced UDP test's threads ran 19.6% of a CPU on a host whose CPUs were counted 2.2%
 /// busy (acceptance N, 1): the kernel's tick sampling misses work that sleeps between
 /// ticks, while a process's own time is its run time.
+/// The metric of a step whose host's CPUs were counted busy for less than its own
+/// processes ran ([`window_metrics`]).
+pub const TICKS_MISSED: &str = engine::capacity_tests::TICKS_MISSED;
+
 fn ticks_missed(tasks: f64, own: f64) -> bool {
     own - tasks > 5.0_f64.max(0.25 * own)
 }
@@ -1430,12 +1434,29 @@ pub fn coarse_flags(summaries: &[TelemetrySummary], lengthen: &str) -> Vec<Flag>
 /// than half the step's window (a meter that failed on 9 of a level's 10 ticks) is left
 /// out, so the level reads power missing: one reading's watts stood for the level with
 /// no word of it. Another source's failures are not its gaps.
+///
+/// Where the host's CPUs were counted busy for less than the step's own processes ran
+/// (the kernel samples CPU time at its ticks, and a paced load that sleeps between them
+/// goes uncounted: a level's host read 3.5% busy of 2 CPUs beside its processes' 30% of
+/// one), `cpu_ticks_missed_pct` says by how much, in percent of one CPU, for the step's
+/// warning ([`TICKS_MISSED`]): the host's busy figure, and power modelled from it, read
+/// low there. Interrupt time counts as the tasks' here, so that only a shortfall no
+/// kernel's accounting explains is said.
 pub fn window_metrics(samples: &[TelemetrySample]) -> Vec<Metric> {
     let mut out = Vec::new();
     let summaries = telemetry::sampler::summarize(samples);
     for s in summaries.iter().filter(|s| s.samples > 0) {
         if let Some(all) = s.cpus.iter().find(|c| c.cpu == -1) {
             out.push(Metric::new("cpu_busy_pct", all.busy_pct(), "%"));
+            let task_pct =
+                |c: &model::CpuUtil| c.usr_pct + c.nice_pct + c.sys_pct + c.irq_pct + c.soft_pct;
+            let tasks = s
+                .cpus_sum(|_| true, task_pct)
+                .unwrap_or_else(|| task_pct(all) * s.cpus_online().unwrap_or(1.0));
+            let own: f64 = s.procs.iter().map(|p| p.total_pct()).sum();
+            if ticks_missed(tasks, own) {
+                out.push(Metric::new(TICKS_MISSED, own - tasks, "%"));
+            }
         }
         for p in &s.procs {
             out.push(
@@ -2768,6 +2789,41 @@ mod tests {
             m.iter().any(|m| m.name == "power_w" && m.value == 300.0),
             "{m:?}"
         );
+    }
+
+    /// A step's host counted busy for less than its own processes ran (two CPUs at 3.5%,
+    /// its server and generator at 30% of one) gives by how much, for the step's warning;
+    /// one that counted them gives nothing.
+    #[test]
+    fn a_windows_ticks_below_its_processes_are_measured() {
+        let with = |busy: f64| -> Vec<TelemetrySample> {
+            (1..=2)
+                .map(|i| {
+                    let mut s = sample("sut", i as f64, 1.0, false, busy);
+                    s.cpus.extend((0..2).map(|c| model::CpuUtil {
+                        usr_pct: busy,
+                        idle_pct: 100.0 - busy,
+                        ..model::CpuUtil::idle(c)
+                    }));
+                    s.procs = ["server:0", "loadgen"]
+                        .iter()
+                        .map(|role| model::ProcCpu {
+                            role: role.to_string(),
+                            pid: 1 + role.len() as u32,
+                            usr_pct: 10.0,
+                            sys_pct: 5.0,
+                            with_descendants: false,
+                        })
+                        .collect();
+                    s
+                })
+                .collect()
+        };
+        let m = window_metrics(&with(3.5));
+        let missed = m.iter().find(|m| m.name == TICKS_MISSED).expect("{m:?}");
+        assert!((missed.value - 23.0).abs() < 1e-9, "{m:?}");
+        let m = window_metrics(&with(15.0));
+        assert!(m.iter().all(|m| m.name != TICKS_MISSED), "{m:?}");
     }
 
     /// A level's window counts its samples whatever their warm-up mark, as a test's

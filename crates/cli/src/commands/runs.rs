@@ -231,6 +231,9 @@ pub fn efficiency_table(run: &RunRecord) -> String {
     // a latency's (mem's ns): a latency per watt is no efficiency.
     let mut capacity_unrated = false;
     let mut latency_unrated = false;
+    // Tests of phases one after another: their CPU and power are of every phase, their
+    // headline of one (the report and compare give them no perf/W either).
+    let mut phased: Vec<String> = Vec::new();
     let mut any = false;
     let mut cpu_reasons: Vec<String> = Vec::new();
     for r in &run.results {
@@ -266,8 +269,17 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         capacity_unrated |= capacity && power.is_some();
         let latency = !model::higher_is_better(&r.headline, &unit);
         latency_unrated |= latency && power.is_some();
+        let phases = model::phases_of(&[r]).filter(|_| power.is_some());
+        if let Some(why) = &phases {
+            let why = format!("PERF/W of {}: none; {why}", r.test);
+            if !phased.contains(&why) {
+                phased.push(why);
+            }
+        }
         let per_w = match (perf, &power) {
-            (Some(p), Some(h)) if h.mean_watts > 0.0 && !capacity && !latency => {
+            (Some(p), Some(h))
+                if h.mean_watts > 0.0 && !capacity && !latency && phases.is_none() =>
+            {
                 Some(p / h.mean_watts)
             }
             _ => None,
@@ -353,6 +365,9 @@ pub fn efficiency_table(run: &RunRecord) -> String {
             "PERF/W of a latency: none; {}\n",
             report::derive::NOT_A_THROUGHPUT
         ));
+    }
+    for why in phased {
+        out.push_str(&format!("{}\n", clean(&why)));
     }
     out
 }
@@ -2067,6 +2082,36 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         run.plan = serde_json::json!({ "run": { "power_model": "60:160" } });
         let t = efficiency_table(&run);
         assert!(t.contains("model system (60:160 W) (modelled)"), "{t}");
+    }
+
+    /// A test of phases one after another (an RSA key's signs, then its verifies) has no
+    /// PERF/W: its power is of both, its headline the signs' (`show` printed 107.5
+    /// signs/s/W where the report and compare give none).
+    #[test]
+    fn efficiency_has_no_per_watt_of_phases_one_after_another() {
+        let mut run = modelled_run();
+        let rsa = &mut run.results[1];
+        rsa.workload = "crypto".into();
+        rsa.test = "rsa2048".into();
+        rsa.headline = "signs_per_s".into();
+        rsa.metrics = vec![
+            model::Metric::new("signs_per_s", 2500.0, "signs/s"),
+            model::Metric::new("verifies_per_s", 90000.0, "verifies/s"),
+        ];
+        let t = efficiency_table(&run);
+        assert!(!t.contains("signs/s/W"), "{t}");
+        let row = t.lines().find(|l| l.contains("rsa2048")).unwrap();
+        assert!(row.ends_with(" -"), "{t}");
+        assert!(
+            t.contains("PERF/W of rsa2048: none; the test ran its phases one after another"),
+            "{t}"
+        );
+        // The other result keeps its perf/W.
+        assert_eq!(
+            t.lines().filter(|l| l.ends_with("/W (modelled)")).count(),
+            1,
+            "{t}"
+        );
     }
 
     /// Flag messages, errors and missing figures of an imported run (a hostile export)
