@@ -764,7 +764,32 @@ impl RampResult {
                 reason,
             });
         }
+        if let Some(s) = self
+            .saturation
+            .as_ref()
+            .filter(|s| s.last_sustained_rate_per_s.is_none())
+        {
+            out.push(MissingMetric {
+                name: "last_sustained_rate_per_s".into(),
+                reason: format!(
+                    "the ramp saturated at its first step ({:.0}/s): no rate below it was \
+                     tried; lower --ramp-low",
+                    s.demanded_rate_per_s
+                ),
+            });
+        }
         out
+    }
+
+    /// The first step sustained after the ramp saturated, with the saturated step before
+    /// it: the saturation was a passing one (a busy host, a server warming up), not the
+    /// server's limit.
+    pub fn sustained_after_saturation(&self) -> Option<(f64, f64)> {
+        let s = self.saturation.as_ref()?;
+        self.points[s.index..]
+            .iter()
+            .find(|p| p.verdict == Verdict::Sustained)
+            .map(|p| (s.demanded_rate_per_s, p.step.demanded_rate_per_s))
     }
 
     /// One stored histogram per step (`step<i>`, kind corrected/service).

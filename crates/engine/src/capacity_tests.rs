@@ -715,6 +715,22 @@ pub fn run(
                     ));
                 }
             }
+            // A step sustained above the saturation: the ramp's saturation point and last
+            // sustained rate are not the server's limit (3000/s saturated, 7000/s then
+            // sustained, and the run said nothing).
+            if let Some((saturated, sustained)) = r.sustained_after_saturation() {
+                flags.push(Flag::warning(
+                    "sustained_after_saturation",
+                    format!(
+                        "the step at {saturated:.0} {unit} saturated, yet the one at \
+                         {sustained:.0} {unit} after it was sustained: that saturation was \
+                         passing (a busy host, a server warming up, steps too short to \
+                         settle), not the server's limit, and the saturation point and last \
+                         sustained rate read from it are not its capacity; run the ramp \
+                         again on a quiet host, with a longer --step-duration or a warm-up"
+                    ),
+                ));
+            }
             let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());
             ("max_reply_rate_per_s", m, miss, h, r.stopped, steps, kept)
         }
@@ -1561,6 +1577,67 @@ mod tests {
         // errors, it read 996/s; a ramp sustained at 1,000/s whose next step answered
         // half of 2,000/s with 503s read a peak of 2,000/s, ok and unflagged.)
         assert_eq!(peak.map(|m| m.value), Some(0.0));
+    }
+
+    /// A ramp whose first step saturated and whose next was sustained says its saturation
+    /// was passing, and why it has no last sustained rate (3000/s replied 2,519, 7000/s
+    /// was sustained, 11000/s saturated: stored ok, headline 6,975/s, not a word).
+    #[test]
+    fn a_ramp_sustained_after_its_saturation_says_so() {
+        let dip = |rate: f64| {
+            let mut s = RateStep::new(rate);
+            s.duration_s = 1.0;
+            s.reply_rate_per_s = match rate as u64 {
+                3000 => 2519.0,
+                r => (r as f64).min(7000.0),
+            };
+            s.replies = s.reply_rate_per_s as u64;
+            let mut h = model::hist::new_latency_histogram();
+            h.record_n(1_000_000, s.replies).unwrap();
+            s.latency = Some(h);
+            Ok(s)
+        };
+        let out = run_alone(
+            "http",
+            "ramp",
+            json!({"ramp_low": 3000, "ramp_high": 15000, "ramp_step": 4000,
+                   "steps_after_saturation": 1}),
+            dip,
+        );
+        let f = out
+            .flags
+            .iter()
+            .find(|f| f.code == "sustained_after_saturation")
+            .expect("the passing saturation is said");
+        assert!(
+            f.message.starts_with(
+                "the step at 3000 ops/s saturated, yet the one at 7000 ops/s after it was \
+                 sustained:"
+            ),
+            "{}",
+            f.message
+        );
+        let why = out
+            .missing
+            .iter()
+            .find(|m| m.name == "last_sustained_rate_per_s")
+            .expect("no last sustained rate, and why");
+        assert!(why.reason.contains("first step (3000/s)"), "{}", why.reason);
+        // A ramp that saturates for good says neither.
+        let out = run_alone(
+            "http",
+            "ramp",
+            json!({"ramp_low": 1000, "ramp_high": 15000, "ramp_step": 4000}),
+            dip,
+        );
+        assert!(out
+            .flags
+            .iter()
+            .all(|f| f.code != "sustained_after_saturation"));
+        assert!(out
+            .missing
+            .iter()
+            .all(|m| m.name != "last_sustained_rate_per_s"));
     }
 
     /// A level that does not deliver its load is invalid, naming it: a "100%" of

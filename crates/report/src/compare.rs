@@ -1644,6 +1644,9 @@ struct Gathered {
     /// (`its only repetition is interrupted (partial)`). Such a point has no figures,
     /// and must not read as one the side never ran.
     uncounted: BTreeMap<String, String>,
+    /// Per sweep point and figure its valid results say is missing: why (a search that
+    /// met its objective at no rate tried has no answer, and says why).
+    missing: BTreeMap<(String, String), String>,
 }
 
 /// Per sweep point and figure: each run's values (one per repetition, or one for the
@@ -1654,6 +1657,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
     let mut warnings: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut at_point: BTreeMap<String, Vec<&model::ResultRecord>> = BTreeMap::new();
     let mut headline_of: BTreeMap<String, String> = BTreeMap::new();
+    let mut missing: BTreeMap<(String, String), String> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
             let key = point_key(&p, swept);
@@ -1663,6 +1667,11 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                 .extend(p.results.iter().copied());
             let latency = p.latency();
             let valid = p.valid();
+            for m in valid.iter().flat_map(|r| &r.missing) {
+                missing
+                    .entry((key.clone(), m.name.clone()))
+                    .or_insert_with(|| m.reason.clone());
+            }
             if let Some(r) = valid.first() {
                 headline_of.insert(key.clone(), r.headline.clone());
             }
@@ -1799,6 +1808,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
         figures: out,
         warnings,
         uncounted,
+        missing,
     }
 }
 
@@ -2137,21 +2147,14 @@ fn basis_labels(bases: &[PowerBasis]) -> String {
 /// Compare group B (new) against group A (old).
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let swept = swept_within(a, b);
-    let Gathered {
-        figures: ga,
-        warnings: wa,
-        uncounted: ua,
-    } = gather(a, &swept);
-    let Gathered {
-        figures: gb,
-        warnings: wb,
-        uncounted: ub,
-    } = gather(b, &swept);
+    let (side_a, side_b) = (gather(a, &swept), gather(b, &swept));
+    let (ga, gb) = (&side_a.figures, &side_b.figures);
+    let (wa, wb) = (&side_a.warnings, &side_b.warnings);
     let mut rows = Vec::new();
     let points_of = |g: &BTreeMap<(String, String), Figure>| -> BTreeSet<String> {
         g.keys().map(|(p, _)| p.clone()).collect()
     };
-    let (pa, pb) = (points_of(&ga), points_of(&gb));
+    let (pa, pb) = (points_of(ga), points_of(gb));
     // Two variants of one run: the pairs of their interleaved repetitions.
     let paired_keys = interleaved(a)
         .zip(interleaved(b))
@@ -2159,7 +2162,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let keys: BTreeSet<&(String, String)> = ga.keys().chain(gb.keys()).collect();
     // Per measured host that also ran the load generator, the sides it did so on.
     let mut with_loadgen: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
-    for (g, side) in [(&ga, "A"), (&gb, "B")] {
+    for (g, side) in [(ga, "A"), (gb, "B")] {
         for host in g.values().flat_map(|f| f.with_loadgen.values()) {
             with_loadgen.entry(host.clone()).or_default().insert(side);
         }
@@ -2169,11 +2172,11 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             (Some(fa), Some(fb)) => (fa, fb),
             // A figure one side has and the other not is said, never left out.
             (Some(f), None) => {
-                rows.extend(one_sided_row(key, f, "A", "B", &gb, &pb, &ub));
+                rows.extend(one_sided_row(key, f, "A", "B", &side_b, &pb));
                 continue;
             }
             (None, Some(f)) => {
-                rows.extend(one_sided_row(key, f, "B", "A", &ga, &pa, &ua));
+                rows.extend(one_sided_row(key, f, "B", "A", &side_a, &pa));
                 continue;
             }
             (None, None) => continue,
@@ -2287,7 +2290,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             .and_then(|t| model::hist::parse_latency_ns(t).ok())
             .unwrap_or(0)
     };
-    rows.extend(one_sided_steps(&ga, &gb, &pa, &pb));
+    rows.extend(one_sided_steps(ga, gb, &pa, &pb));
     // Points in the order a reader counts them: as text, a pipeline sweep of 1, 4, 16
     // and 64 read 1, 16, 4, 64.
     rows.sort_by(|x, y| {
@@ -2313,7 +2316,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 w.get(point)
                     .map_or_else(Vec::new, |c| c.iter().cloned().collect())
             };
-            let (a, b) = (side(&wa), side(&wb));
+            let (a, b) = (side(wa), side(wb));
             (!a.is_empty() || !b.is_empty()).then(|| PointWarnings {
                 point: point.clone(),
                 a,
@@ -2347,25 +2350,31 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     }
 }
 
-/// The row of a figure `f` only `side` has, at point and metric `key`; `others` and
-/// `others_points` are the other side's figures and points, `others_uncounted` its points
-/// none of whose repetitions counts, with why. A point the other side did not run, or
-/// ran without a repetition that counts, is said once, by its headline (None for its
-/// other figures).
+/// The row of a figure `f` only `side` has, at point and metric `key`; `others` is what
+/// the other side gathered (its figures, its points none of whose repetitions counts and
+/// its missing figures, each with why), `others_points` its points. A point the other
+/// side did not run, or ran without a repetition that counts, is said once, by its
+/// headline (None for its other figures); a figure the other side's results say is
+/// missing is said with their reason.
 fn one_sided_row(
     key: &(String, String),
     f: &Figure,
     side: &str,
     other: &str,
-    others: &BTreeMap<(String, String), Figure>,
+    others: &Gathered,
     others_points: &BTreeSet<String>,
-    others_uncounted: &BTreeMap<String, String>,
 ) -> Option<CompareRow> {
-    let why = if !others_points.contains(&key.0) {
-        if metric_rank(&key.1) != 0 {
-            return None;
-        }
-        match others_uncounted.get(&key.0) {
+    let ran = others_points.contains(&key.0);
+    if !ran && metric_rank(&key.1) != 0 {
+        return None;
+    }
+    let why = if let Some(why) = others.missing.get(key) {
+        format!(
+            "{other} ran it, but its {} is missing ({why}): not compared",
+            key.1
+        )
+    } else if !ran {
+        match others.uncounted.get(&key.0) {
             // A killed run has the point, interrupted (acceptance pass K, 6: "B has no
             // such point" was said of it).
             Some(w) => format!("{other} ran it, but {w}: not compared"),
@@ -2376,7 +2385,7 @@ fn one_sided_row(
         return None;
     } else {
         one_sided(&key.1, other, |m| {
-            others.contains_key(&(key.0.clone(), m.to_string()))
+            others.figures.contains_key(&(key.0.clone(), m.to_string()))
         })
     };
     // Power this side's runs had from different sources ([`one_source_only`]) says so,

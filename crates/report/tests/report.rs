@@ -2188,6 +2188,51 @@ fn compare_with_a_killed_run_says_its_point_is_interrupted() {
     assert!(text.contains("\n! B: killed: run interrupted: "), "{text}");
 }
 
+/// A point whose result has no headline (a search that met its objective at no rate it
+/// tried) was ran, not absent: compare said "B has no such point" of a search that was
+/// stored ok with the reason its answer is missing.
+#[test]
+fn compare_says_why_a_point_the_other_ran_has_no_headline() {
+    let a = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        id: "20261120T230000-bbbbbb",
+        label: "nothing met",
+        ..Spec::default()
+    });
+    b.results.truncate(1);
+    let r = &mut b.results[0];
+    let headline = r.headline.clone();
+    r.metrics.retain(|m| m.name != headline);
+    r.missing.push(model::MissingMetric {
+        name: headline.clone(),
+        reason: "the answer is below 625/s".into(),
+    });
+    let point = r.test.clone();
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let row = c
+        .rows
+        .iter()
+        .find(|r| {
+            r.point.starts_with(&format!("kv {point} "))
+                && r.point.ends_with("pipeline=1")
+                && r.metric == headline
+        })
+        .expect("the headline's row");
+    assert_eq!(
+        row.verdict,
+        format!(
+            "only on A: B ran it, but its {headline} is missing (the answer is below 625/s): \
+             not compared"
+        )
+    );
+}
+
 /// A report of a run and a killed one says in its Comparison section what `rackbench
 /// compare` says of them: the killed run named under the header, its interrupted point in
 /// its row. The report left the killed run out of its comparisons (it had fewer points
