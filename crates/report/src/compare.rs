@@ -2144,7 +2144,7 @@ fn basis_labels(bases: &[PowerBasis]) -> String {
         .join(" and ")
 }
 
-/// Compare group B (new) against group A (old).
+/// Compare group B against group A, the baseline.
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let swept = swept_within(a, b);
     let (side_a, side_b) = (gather(a, &swept), gather(b, &swept));
@@ -2627,7 +2627,8 @@ pub fn compare_text(c: &Comparison) -> String {
     // escaped: a newline in a label made lines of its own.
     let p = |s: &str| model::printable(s);
     let names = |v: &[String]| v.iter().map(|n| p(n)).collect::<Vec<_>>().join(", ");
-    let mut out = format!("A (old): {}\nB (new): {}\n", names(&c.a), names(&c.b));
+    // A is the baseline by its place in the command, whichever ran first.
+    let mut out = format!("A (baseline): {}\nB: {}\n", names(&c.a), names(&c.b));
     for u in c.unfinished_notes() {
         out.push_str(&format!("! {}\n", p(&u)));
     }

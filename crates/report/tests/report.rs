@@ -5630,7 +5630,7 @@ fn compare_text_shows_a_label_escaped() {
     let text = report::compare::compare_text(&c);
     let first = text.lines().next().unwrap();
     assert!(
-        first.starts_with("A (old): ") && first.contains("lab\\nel"),
+        first.starts_with("A (baseline): ") && first.contains("lab\\nel"),
         "{text}"
     );
     assert!(!text.lines().any(|l| l.starts_with("el")), "{text}");

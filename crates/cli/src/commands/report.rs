@@ -132,7 +132,7 @@ impl TableArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// Two runs: A (old, baseline) then B (new). `RUN@VARIANT` takes one variant of a run
+    /// Two runs: A (the baseline) then B. `RUN@VARIANT` takes one variant of a run
     /// measured under `[[variant]]`s (`compare RUN@gro-on RUN@gro-off`).
     pub runs: Vec<String>,
     /// Group A: comma-separated runs; each run's repetitions are averaged and each run

@@ -1277,8 +1277,8 @@ pub fn results_table(run: &RunRecord) -> String {
         if let Some(phase) = r.capacity_phase() {
             note(
                 format!(
-                    "{phase}: latency and errors are per step (the steps table below), \
-                     not of the headline"
+                    "{phase}: latency and errors are per step (its steps table, in `show` \
+                     and the report), not of the headline"
                 ),
                 r.step,
             );
@@ -1298,6 +1298,13 @@ pub fn results_table(run: &RunRecord) -> String {
     }
     if !notes.is_empty() {
         out.push('\n');
+        // What the marks mean, once, where a flag is noted.
+        if results.iter().any(|r| !r.flags.is_empty()) {
+            out.push_str(
+                "(! a warning: the figure stands, read with it; !! invalid: the result is \
+                 left out of summaries and comparisons)\n",
+            );
+        }
         for (text, steps) in notes {
             let which = if steps.len() == results.len() && results.len() > 1 {
                 "all steps".to_string()
@@ -1378,15 +1385,30 @@ pub fn run_header(run: &RunRecord) -> String {
     // Hosts by the names the report and the tables below give them: `local` (the machine
     // rackbench ran on) by its hostname.
     let name = |h: &str| model::host_display_name(&run.hosts, h);
+    // The facts left out here (NICs, mitigations, storage, power sources...): said, so
+    // that the list does not read as the whole disclosure.
+    let mut more = 0;
     for h in &run.hosts {
         kv.push((format!("host {}", name(&h.host)), h.role.clone()));
-        let facts = SHOWN_FACTS
+        let facts: Vec<_> = SHOWN_FACTS
             .iter()
             .filter_map(|k| h.facts.get_key_value(*k))
-            .chain(h.facts.iter().filter(|(k, _)| k.starts_with("software.")));
+            .chain(h.facts.iter().filter(|(k, _)| k.starts_with("software.")))
+            .collect();
+        more += h.facts.len() - facts.len();
         for (k, f) in facts {
             kv.push((format!("  {k}"), model::fact_text(&run.hosts, k, f)));
         }
+    }
+    if more > 0 {
+        kv.push((
+            "disclosure".into(),
+            format!(
+                "{more} more fact{} (NICs, mitigations, storage, power sources...): \
+                 `show --json` and the report list every one",
+                plural(more),
+            ),
+        ));
     }
     for idle in &run.idle_power {
         let parts: Vec<String> = idle
@@ -1531,6 +1553,7 @@ STEP  TEST  REP  PIPELINE                           RESULT  P50 MS  P99 MS  P99.
    1  get     1        16  failed (partial: 1600000 ops/s)   0.180   1.235     4.568       3  ! client_bound !! errors
    2  set     0        32  failed (partial: 3200000 ops/s)   0.180   1.235     4.568       3  ! client_bound !! errors
 
+(! a warning: the figure stands, read with it; !! invalid: the result is left out of summaries and comparisons)
 all steps: ! client_bound: load generator at 97% CPU: figures may be client-bound
 all steps: !! errors: 3 error replies, \"ERR\" x3
 all steps: failed: server:1 exited with status 1 last log line: Oops
@@ -1864,6 +1887,19 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(!run.idle_power.is_empty());
         let h = run_header(&run);
         assert!(h.contains("200.0 W "), "{h}");
+        // The facts it leaves out are counted, and where to read them said (`show`'s
+        // list read as the whole disclosure).
+        let shown = h.lines().filter(|l| l.starts_with("  ")).count();
+        let all: usize = run.hosts.iter().map(|h| h.facts.len()).sum();
+        assert!(all > shown, "the fixture has facts show leaves out");
+        assert!(
+            h.contains(&format!(
+                "{} more fact{}",
+                all - shown,
+                if all - shown == 1 { "" } else { "s" }
+            )) && h.contains("`show --json` and the report list every one"),
+            "{h}"
+        );
         // A declared idle (--power-model) says so, over no measured time.
         let mut declared = run.clone();
         for idle in &mut declared.idle_power {
@@ -1948,7 +1984,7 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert_eq!(errors_of(ramp), None);
         let t = results_table(&run);
         assert!(
-            t.contains("ramp: latency and errors are per step (the steps table below), not of the headline"),
+            t.contains("ramp: latency and errors are per step (its steps table, in `show` and the report), not of the headline"),
             "{t}"
         );
     }
