@@ -588,11 +588,16 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     // Without any data, the test ended when the sender said so (not after the wait for
     // late data).
     let last_s = since_go(last_ns).unwrap_or(done_s);
-    // Where the last interval ends: the last data, on the intervals' time (from the mark).
+    // Where the test ended here: the sender's `done`, or its last data if later (data
+    // still on its way). Not the last data alone: a paced sender's last write left up to
+    // a pacing interval before its end, and a 1 Mbit/s test of 3 s, its bytes over the
+    // 2.15 s from the mark to the last of them, read 1.47 Mbit/s.
+    let end_s = last_s.max(done_s);
+    // Where the last interval ends, on the intervals' time (from the mark).
     let last_end_s = if ended_warm {
-        last_s - warmup_s
+        end_s - warmup_s
     } else {
-        (last_s - mark_s).max(0.0)
+        (end_s - mark_s).max(0.0)
     };
     let first_measured_s = lives
         .iter()
@@ -601,13 +606,13 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .min()
         .and_then(since_go);
     let by_senders_mark = proto_ == Proto::Udp && warmup_s > 0.0;
-    let duration = counts_span_s(mark_s, last_s, first_measured_s.filter(|_| by_senders_mark));
+    let duration = counts_span_s(mark_s, end_s, first_measured_s.filter(|_| by_senders_mark));
     // The CPU's span: from this end's mark to the sender's `done` (or the last data, if
     // later); none if this end never marked.
     let cpu_span_s = if ended_warm {
         0.0
     } else {
-        (done_s.max(last_s) - mark_s).max(0.0)
+        (end_s - mark_s).max(0.0)
     };
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
@@ -658,16 +663,16 @@ fn pin_error(
 }
 
 /// The span the end-of-test counts were taken over, seconds: from this end's mark to the
-/// last data. A UDP test after a warm-up counts the datagrams sent after the sender's mark
+/// test's end here (`end_s`: the sender's `done`, or the last data if later). A UDP test after a warm-up counts the datagrams sent after the sender's mark
 /// ([`split_udp`]), whenever this end marked its own: its span starts where the first of
 /// them can have arrived, the read with data before the one that brought it
 /// (`first_measured_s`), so that the rate is of those datagrams over their own time, not
 /// over a span a mark's skew made longer or shorter.
-fn counts_span_s(mark_s: f64, last_s: f64, first_measured_s: Option<f64>) -> f64 {
-    match first_measured_s.map(|first| last_s - first) {
+fn counts_span_s(mark_s: f64, end_s: f64, first_measured_s: Option<f64>) -> f64 {
+    match first_measured_s.map(|first| end_s - first) {
         Some(span) if span > 0.0 => span,
         // One read brought them all, with none before it: from the mark.
-        _ => (last_s - mark_s).max(0.0),
+        _ => (end_s - mark_s).max(0.0),
     }
 }
 
