@@ -1244,7 +1244,7 @@ fn run_as(
     let mut parts = Vec::with_capacity(plan.parts.len());
     for part in &plan.parts {
         let reg = &part.registration;
-        let mut expanded = plan.hosts.expand(&part.points, reg.has_server)?;
+        let mut expanded = plan.hosts.expand(&part.points, reg.name, reg.has_server)?;
         // With variants, every point becomes one item per repetition and variant, in
         // that order (A B A B ...), each a single repetition of its own.
         let mut items: Vec<Item> = Vec::new();

@@ -150,6 +150,21 @@ impl HostsPlan {
         if pairs && (self.sut.is_some() || !self.loadgens.is_empty()) {
             bail!("net: give either pairs (--hosts or --pairs) or --sut/--loadgen, not both");
         }
+        // One sender per pair: several generators are several pairs, said before any host
+        // is reached (it was said after the ssh setup, without the pairs to give).
+        if workload == "net" && self.loadgens.len() > 1 {
+            let receiver = self.sut.as_deref().unwrap_or(LOCAL);
+            let pairs: Vec<String> = self
+                .loadgens
+                .iter()
+                .map(|s| format!("{s}>{receiver}"))
+                .collect();
+            bail!(
+                "net runs one sender per pair: for a sender on each of {} give --pairs '{}'",
+                self.loadgens.join(", "),
+                pairs.join(",")
+            );
+        }
         // A host named twice: in --hosts, its pairs would run twice with the same
         // parameters and repetition numbers (or, `a,a`, none at all, and net on this
         // machine's loopback, unsaid); in --loadgen, two jobs would share one host's
@@ -182,17 +197,25 @@ impl HostsPlan {
     }
 
     /// Every sweep point with its roles: net pairs multiply the points (pair outermost,
-    /// so each pair's sweep runs together); otherwise one set of roles for all. A
+    /// so each pair's sweep runs together), net's `--sut R --loadgen S` being the pair
+    /// `S>R` (its sender's figures were filed under the receiver, its run had no pairs
+    /// table); otherwise one set of roles for all. A
     /// workload with no server to load (`has_server` false: crypto, mem) runs on the
     /// system under test and has no load generator: this machine, taken for one, was a
     /// host of `--sut rbh1`'s tests, its other load and steal flagged on rbh1's results.
     pub fn expand(
         &self,
         points: &[Params],
+        workload: &str,
         has_server: bool,
     ) -> anyhow::Result<Vec<(Params, PointRoles)>> {
         let remote = !self.is_local();
-        let pairs = self.net_pairs();
+        let mut pairs = self.net_pairs();
+        if let (true, Some(receiver), [sender]) =
+            (workload == "net", &self.sut, self.loadgens.as_slice())
+        {
+            pairs.push((sender.clone(), receiver.clone()));
+        }
         if pairs.is_empty() {
             let roles = PointRoles {
                 sut: self.sut.clone().unwrap_or_else(|| LOCAL.into()),
@@ -291,7 +314,7 @@ mod tests {
         };
         h.validate("net").unwrap();
         let points = vec![Params::new(), Params::new()];
-        let e = h.expand(&points, true).unwrap();
+        let e = h.expand(&points, "net", true).unwrap();
         assert_eq!(e.len(), 12);
         let pairs: Vec<String> = e
             .iter()
@@ -310,7 +333,7 @@ mod tests {
     fn no_hosts_is_everything_here_and_adds_no_parameter() {
         let h = HostsPlan::default();
         assert!(h.is_local());
-        let e = h.expand(&[Params::new()], true).unwrap();
+        let e = h.expand(&[Params::new()], "kv", true).unwrap();
         assert_eq!(e[0].1.sut, LOCAL);
         assert_eq!(e[0].1.loadgens, vec![LOCAL]);
         assert!(e[0].1.params().is_empty());
@@ -321,7 +344,7 @@ mod tests {
     #[test]
     fn a_workload_with_no_server_has_no_load_generator() {
         let e = HostsPlan::default()
-            .expand(&[Params::new()], false)
+            .expand(&[Params::new()], "mem", false)
             .unwrap();
         assert!(e[0].1.loadgens.is_empty());
         assert_eq!(HostsPlan::default().roles_by_host(&e)[LOCAL], "sut");
@@ -329,7 +352,7 @@ mod tests {
             sut: Some("rbh1".into()),
             ..Default::default()
         };
-        let e = h.expand(&[Params::new()], false).unwrap();
+        let e = h.expand(&[Params::new()], "mem", false).unwrap();
         let roles = h.roles_by_host(&e);
         assert_eq!(roles.keys().collect::<Vec<_>>(), ["rbh1"]);
         // A suite's generators are kv's alone.
@@ -338,14 +361,47 @@ mod tests {
             loadgens: vec!["rbh2".into()],
             ..Default::default()
         };
-        assert!(h.expand(&[Params::new()], false).unwrap()[0]
+        assert!(h.expand(&[Params::new()], "crypto", false).unwrap()[0]
             .1
             .loadgens
             .is_empty());
         assert_eq!(
-            h.expand(&[Params::new()], true).unwrap()[0].1.loadgens,
+            h.expand(&[Params::new()], "kv", true).unwrap()[0]
+                .1
+                .loadgens,
             ["rbh2"]
         );
+    }
+
+    /// net's `--sut rbh1 --loadgen rbh2` is the pair rbh2>rbh1, stored as one (its
+    /// sender's figures were filed under rbh1 in the CSV, and its run had no pairs table);
+    /// several generators are refused before any host is reached, with the pairs to give.
+    #[test]
+    fn nets_sut_and_one_loadgen_are_a_pair_and_several_are_refused() {
+        let h = HostsPlan {
+            sut: Some("rbh1".into()),
+            loadgens: vec!["rbh2".into()],
+            ..Default::default()
+        };
+        h.validate("net").unwrap();
+        let e = h.expand(&[Params::new()], "net", true).unwrap();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].1.pair_label().as_deref(), Some("rbh2>rbh1"));
+        assert_eq!(e[0].1.params()["sender_host"], "rbh2");
+        assert_eq!(h.roles_by_host(&e)["rbh1"], "receiver");
+        // kv in the same run keeps its roles.
+        let kv = h.expand(&[Params::new()], "kv", true).unwrap();
+        assert!(kv[0].1.pair.is_none());
+        let h = HostsPlan {
+            loadgens: vec!["rbh2".into(), "rbh3".into()],
+            ..h
+        };
+        let e = h.validate("net").unwrap_err().to_string();
+        assert!(
+            e.ends_with("for a sender on each of rbh2, rbh3 give --pairs 'rbh2>rbh1,rbh3>rbh1'"),
+            "{e}"
+        );
+        h.validate("kv").unwrap();
     }
 
     #[test]

@@ -784,7 +784,11 @@ fn check_size(
     let times = f64::from(reps) * variants.max(1) as f64;
     let (mut tests, mut secs) = (0.0f64, 0.0f64);
     for part in parts {
-        let points = hosts.expand(&part.points, part.registration.has_server)?;
+        let points = hosts.expand(
+            &part.points,
+            part.registration.name,
+            part.registration.has_server,
+        )?;
         for (point, _) in &points {
             let w = part.registration.build_point(point)?;
             let given = ["duration", "warmup"]
