@@ -748,6 +748,51 @@ pub fn display_unit(metric: &str, unit: &str) -> String {
     }
 }
 
+/// The unit a metric's name says by its suffix (`connect_time_mean_ns`: ns,
+/// `power_mean_w`: W), for a figure stored without a value (a missing one); None where
+/// the name does not say it (a rate's unit is of what it counts: `ops/s`, `signs/s`).
+pub fn unit_by_name(metric: &str) -> Option<&'static str> {
+    const SUFFIXES: [(&str, &str); 11] = [
+        ("_gbit_per_s", "Gbit/s"),
+        ("_bytes_per_s", "B/s"),
+        ("_per_s", ""),
+        ("_ns", "ns"),
+        ("_us", "us"),
+        ("_ms", "ms"),
+        ("_s", "s"),
+        ("_pct", "%"),
+        ("_w", "W"),
+        ("_bytes", "B"),
+        ("_mhz", "MHz"),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(suffix, _)| metric.ends_with(suffix))
+        .map(|(_, unit)| *unit)
+        .filter(|u| !u.is_empty())
+}
+
+#[cfg(test)]
+mod unit_by_name_tests {
+    /// A missing figure's unit from its name: the suffixes a stored metric's unit goes
+    /// with, none for a rate of things counted or a name with no unit.
+    #[test]
+    fn a_names_suffix_gives_its_unit() {
+        for (name, unit) in [
+            ("connect_time_mean_ns", Some("ns")),
+            ("power_mean_w", Some("W")),
+            ("jitter_ms", Some("ms")),
+            ("throughput_gbit_per_s", Some("Gbit/s")),
+            ("rx_bytes_per_s", Some("B/s")),
+            ("loadgen_busy_pct", Some("%")),
+            ("interval_rate_min_per_s", None),
+            ("cache_hit_ratio", None),
+        ] {
+            assert_eq!(super::unit_by_name(name), unit, "{name}");
+        }
+    }
+}
+
 /// Whether the stem of a `<stem>_per_s` name is a thing counted (a single plural noun)
 /// rather than the name of a rate or of the generic operation.
 fn names_a_thing_counted(stem: &str) -> bool {

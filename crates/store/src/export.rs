@@ -442,7 +442,8 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     Some(r),
                     &m.name,
                     String::new(),
-                    "",
+                    // The unit its name says (it had none: `power_mean_w` with no W).
+                    model::unit_by_name(base).unwrap_or_default(),
                     &labels([("reason", m.reason.as_str())]),
                 )?;
             }
@@ -488,7 +489,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                         Some(r),
                         "power_mean_w",
                         String::new(),
-                        "",
+                        "W",
                         &labels([("reason", reason.as_str())]),
                     )?;
                 }
@@ -872,6 +873,8 @@ mod tests {
             "0",
         );
         assert_eq!(&miss[9], "");
+        // A name that says no unit has none.
+        assert_eq!(&miss[10], "");
         // Histogram summary rows.
         let p99 = find("latency_p99_ns", "histogram=set;kind=service", "0");
         assert_eq!(
@@ -885,6 +888,8 @@ mod tests {
             .unwrap();
         assert_eq!(&pm[9], "");
         assert!(pm[11].starts_with("reason="));
+        // In the unit its name says, as a measured one is (it had none).
+        assert_eq!(&pm[10], "W");
         let busy = find("cpu_busy_pct", "cpu=0", "0");
         assert_eq!(&busy[2], "altra-01");
         let idle = rows.iter().find(|r| &r[8] == "idle_power_mean_w").unwrap();
