@@ -179,7 +179,14 @@ pub fn document_defaults(cmd: clap::Command, d: &CapacityDefaults) -> clap::Comm
     let cmd = with(cmd, "step_duration", fmt_rate(d.step_duration_s));
     let cmd = with(cmd, "search_start", fmt_rate(r / 20.0));
     let cmd = with(cmd, "slo", d.slo.to_string());
-    with(cmd, "search_max", fmt_rate(r * 50.0))
+    let cmd = with(cmd, "search_max", fmt_rate(r * 50.0));
+    // A workload whose generator never waits between sends (oltp's sessions) refuses
+    // --wait: not listed in its --help (it read `--wait ... [default: auto]`).
+    if d.wait_modes {
+        cmd
+    } else {
+        cmd.mut_arg("wait", |a| a.hide(true))
+    }
 }
 
 fn fmt_rate(v: f64) -> String {
@@ -2295,6 +2302,27 @@ mod tests {
             "{:?}",
             l.missing
         );
+    }
+
+    /// `--wait` is in the help of a workload whose generator waits between sends only:
+    /// oltp's listed it with a default, and refused it.
+    #[test]
+    fn wait_is_listed_only_where_it_applies() {
+        use clap::Args as _;
+        let hidden = |d: &CapacityDefaults| {
+            let cmd = document_defaults(CapacityArgs::augment_args(clap::Command::new("t")), d);
+            let hide = cmd
+                .get_arguments()
+                .find(|a| a.get_id() == "wait")
+                .expect("--wait")
+                .is_hide_set();
+            hide
+        };
+        assert!(!hidden(&D));
+        assert!(hidden(&CapacityDefaults {
+            wait_modes: false,
+            ..D
+        }));
     }
 
     /// A step whose host counted its CPUs busy for less than its own processes ran says

@@ -1108,6 +1108,27 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
     if series.len() < 2 {
         return None;
     }
+    // The chart's figures as a table too: a Markdown report without charts had this
+    // section's heading and caption, and nothing under them.
+    let mut vus: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    vus.sort_by(f64::total_cmp);
+    vus.dedup();
+    let rows = vus
+        .iter()
+        .map(|u| {
+            std::iter::once(crate::fmt::num(*u))
+                .chain(series.iter().map(|s| {
+                    s.points
+                        .iter()
+                        .find(|p| p.0 == *u)
+                        .map_or("-".into(), |p| crate::fmt::fixed(p.1, 1))
+                }))
+                .collect()
+        })
+        .collect();
     Some(View {
         title: "TPC-C: throughput against concurrent users, run beside run".into(),
         figures: vec![txn_per_s_by_users(
@@ -1115,7 +1136,13 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
             &series,
             &marks,
         )],
-        tables: vec![],
+        tables: vec![Table {
+            caption: "Transactions per second at each virtual-user count".into(),
+            head: std::iter::once("Virtual users".to_string())
+                .chain(series.iter().map(|s| s.name.clone()))
+                .collect(),
+            rows,
+        }],
         notes: vec![
             "Each line is one run's mean over repetitions at each virtual-user count; a \
              transaction is one stored-procedure call (or its statements), as HammerDB counts."

@@ -1732,6 +1732,26 @@ fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
     let mut other = clean.clone();
     other.id = "pg2".into();
     other.label = Some("pg2".into());
+    // The runs' chart has its figures in a table too (a Markdown report had its heading
+    // and caption with nothing under them).
+    let both = [clean.clone(), other.clone()];
+    let beside = report::views::views(&both, "oltp")
+        .into_iter()
+        .find(|v| v.title.contains("run beside run"))
+        .expect("the runs' view");
+    let t = &beside.tables[0];
+    assert_eq!(t.head.len(), 3, "{:?}", t.head);
+    assert_eq!(t.head[0], "Virtual users");
+    assert!(
+        t.rows.len() > 1 && t.rows.iter().all(|r| r[1] == r[2]),
+        "{:?}",
+        t.rows
+    );
+    let m = report::markdown(&both, None);
+    assert!(
+        m.contains("Transactions per second at each virtual-user count"),
+        "{m}"
+    );
     let svg = chart(&[warned, other], "vs concurrent users, all runs");
     assert!(svg.contains('⚠') && svg.contains("other_load"), "{svg}");
     // A small count is whole, not three significant digits (`91.0`).
