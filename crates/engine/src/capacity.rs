@@ -1444,13 +1444,16 @@ impl SearchResult {
         let probes = self
             .generator_late_probes
             .iter()
-            .map(|(rate, pct)| format!("{rate:.0}/s ({pct:.1}% late)"))
+            .map(|(rate, pct)| format!("{rate:.0}/s ({pct:.1}% of its requests)"))
             .collect::<Vec<_>>()
             .join(", ");
         Some(format!(
             "the generator fell behind at {probes}, sending requests more than 1 ms late \
-             with a connection free for them; its CPUs are not known to be apart from the \
-             server's, so those misses were taken as the server's, though a generator \
+             with a connection free for them (the Late % of the probes' table counts every \
+             late request, those that waited on a busy connection too); it was not known to \
+             run on another machine than the server's (on one kernel the two contend, \
+             whatever CPUs each is pinned to), so those misses were taken as the server's, \
+             though a generator \
              starved of CPU (or at its own limit) may have made them: on a load generator \
              machine of its own (--loadgen) against a server rackbench launched, such a miss \
              ends the search as a lower bound"
@@ -2761,7 +2764,7 @@ mod tests {
         assert_eq!(r.generator_late_probes[0], (4800.0, 100.0));
         let w = r.generator_late_warning().unwrap();
         assert!(
-            w.starts_with("the generator fell behind at 4800/s (100.0% late), 3600/s"),
+            w.starts_with("the generator fell behind at 4800/s (100.0% of its requests), 3600/s"),
             "{w}"
         );
         assert!(!r.note.as_deref().unwrap_or("").contains("generator"));

@@ -2240,7 +2240,7 @@ mod tests {
             .unwrap();
         assert!(
             late.message
-                .starts_with("the generator fell behind at 800/s (100.0% late)"),
+                .starts_with("the generator fell behind at 800/s (100.0% of its requests)"),
             "{}",
             late.message
         );
