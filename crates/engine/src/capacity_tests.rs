@@ -24,8 +24,7 @@ use crate::capacity::{
 };
 use crate::workload::{Ctx, Params, StepOutput};
 
-/// The names of the capacity tests.
-pub const TESTS: [&str; 3] = ["ramp", "search", "levels"];
+pub use model::capacity_keys::{KEYS, LOAD_STOPS, TESTS};
 
 /// `--arrival` and `--wait` are read by an open loop only: a fixed `--rate`, or a capacity
 /// test's steps. Where every test runs closed they would be stored as if they applied, so
@@ -48,30 +47,6 @@ pub fn refuse_open_loop_flags(
         None => Ok(()),
     }
 }
-
-/// Parameter keys the capacity tests own (flag ids and plan keys).
-pub const KEYS: [&str; 16] = [
-    "ramp_low",
-    "ramp_high",
-    "ramp_step",
-    "step_duration",
-    "saturation_fraction",
-    "max_error_pct",
-    "steps_after_saturation",
-    "slo",
-    "search_start",
-    "search_min",
-    "search_max",
-    "search_steps",
-    "capacity",
-    "levels",
-    "idle_duration",
-    "wait",
-];
-
-/// A load test's stops, which a capacity test's steps set for themselves: none of them is
-/// a setting a capacity test ran at.
-pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];
 
 /// A step's metric (the runner's telemetry adds it) of how far, in percent of one CPU,
 /// the host's CPUs were counted busy below what the step's own processes ran.

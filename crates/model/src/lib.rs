@@ -398,16 +398,62 @@ pub fn merged_generators(r: &ResultRecord) -> Option<Vec<&str>> {
     Some(if survivors.is_empty() { all } else { survivors })
 }
 
+/// The capacity tests' names and knobs (the engine's flags and plan keys are these).
+pub mod capacity_keys {
+    /// The names of the capacity tests.
+    pub const TESTS: [&str; 3] = ["ramp", "search", "levels"];
+
+    /// The capacity tests' keys a load test never reads: all of [`KEYS`] but `wait`,
+    /// which an open loop (`--rate`) reads as a capacity test's steps do.
+    pub const ONLY_CAPACITY: [&str; 15] = [
+        "ramp_low",
+        "ramp_high",
+        "ramp_step",
+        "step_duration",
+        "saturation_fraction",
+        "max_error_pct",
+        "steps_after_saturation",
+        "slo",
+        "search_start",
+        "search_min",
+        "search_max",
+        "search_steps",
+        "capacity",
+        "levels",
+        "idle_duration",
+    ];
+
+    /// Parameter keys the capacity tests own (flag ids and plan keys).
+    pub const KEYS: [&str; 16] = {
+        let mut keys = [""; 16];
+        let mut i = 0;
+        while i < ONLY_CAPACITY.len() {
+            keys[i] = ONLY_CAPACITY[i];
+            i += 1;
+        }
+        keys[15] = "wait";
+        keys
+    };
+
+    /// A load test's stops, which a capacity test's steps set for themselves: none of
+    /// them is a setting a capacity test ran at.
+    pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];
+}
+
 /// The knobs of a sweep point that `workload`'s `test` does not read (crypto's buffer
 /// sizes in an RSA or ECDSA test, its `bits` list in every test: each RSA test names its
-/// own key size): no part of the test's point, so that runs that differ in them alone
-/// meet there (a run of rsa2048 alone and one of rsa2048 and sha256 were two rsa2048
-/// points, `buffer_sizes` apart, and a side's mean dropped a run).
+/// own key size; a capacity test's knobs in a load test, a load's stops in a capacity
+/// test): no part of the test's point, so that runs that differ in them alone meet there
+/// (a run of rsa2048 alone and one of rsa2048 and sha256 were two rsa2048 points,
+/// `buffer_sizes` apart, and a side's mean dropped a run; a kv `set` beside a search
+/// kept `--slo` and `--levels` in its parameters, and a TCO said two platforms' `set`
+/// was measured at different settings for them).
 pub fn unread_by(workload: &str, test: &str) -> &'static [&'static str] {
     match workload {
         "crypto" if test.starts_with("rsa") || test == "ecdsap256" => &["bits", "buffer_sizes"],
         "crypto" => &["bits"],
-        _ => &[],
+        _ if capacity_keys::TESTS.contains(&test) => &capacity_keys::LOAD_STOPS,
+        _ => &capacity_keys::ONLY_CAPACITY,
     }
 }
 
@@ -770,6 +816,54 @@ pub fn unit_by_name(metric: &str) -> Option<&'static str> {
         .find(|(suffix, _)| metric.ends_with(suffix))
         .map(|(_, unit)| *unit)
         .filter(|u| !u.is_empty())
+}
+
+#[cfg(test)]
+mod unread_tests {
+    use serde_json::json;
+
+    /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s
+    /// parameters and settings leave them out (a report said them of `set`, and a TCO
+    /// said two platforms' `set` differed in `slo` and `levels`), the ramp's keep them and
+    /// leave out `--duration` (set's), and an open loop's `wait` stays with either.
+    #[test]
+    fn a_test_that_is_not_a_capacity_test_leaves_out_their_knobs() {
+        let keys = |test: &str| -> (Vec<String>, Vec<String>) {
+            let point: std::collections::BTreeMap<String, serde_json::Value> = [
+                ("clients", json!(4)),
+                ("duration", json!(1)),
+                ("ramp_high", json!(3000)),
+                ("slo", json!("p99<1ms")),
+                ("step_duration", json!(0.3)),
+                ("wait", json!("spin")),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            let mut r: super::ResultRecord = serde_json::from_value(json!({
+                "workload": "kv", "test": test, "step": 0, "repetition": 0,
+                "params": point, "settings": point, "headline": "",
+                "started_at": "2026-12-08T00:00:00Z", "duration_s": 1.0,
+                "metrics": [], "missing": [], "histograms": [], "telemetry": [],
+                "telemetry_summary": [], "flags": [], "status": "ok"
+            }))
+            .unwrap();
+            r.drop_unread();
+            (
+                r.params.into_keys().collect(),
+                r.settings.into_keys().collect(),
+            )
+        };
+        let (params, settings) = keys("set");
+        assert_eq!(params, ["clients", "duration", "wait"]);
+        assert_eq!(settings, params);
+        let (params, settings) = keys("ramp");
+        assert_eq!(
+            params,
+            ["clients", "ramp_high", "slo", "step_duration", "wait"]
+        );
+        assert_eq!(settings, params);
+    }
 }
 
 #[cfg(test)]

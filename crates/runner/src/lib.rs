@@ -1136,23 +1136,6 @@ fn keep_lost_hosts_checkpoint(
     )
 }
 
-/// The settings a test runs at: its sweep point's, less the capacity tests' knobs for a
-/// test that is not one of them (`--ramp-high` given beside `set` is the ramp's; stored
-/// with `set`'s result, a report said it of `set` too), and less a load's stops for one
-/// that is (a ramp steps by `step_duration`: the capacity tests' own settings take
-/// these out too, but a step that fails before it reports keeps these). `wait` stays: an
-/// open loop's own test says how it waited.
-fn test_settings(point: &BTreeMap<String, Value>, test: &str) -> BTreeMap<String, Value> {
-    use engine::capacity_tests::{KEYS, LOAD_STOPS, TESTS};
-    let mut s = point.clone();
-    if TESTS.contains(&test) {
-        s.retain(|k, _| !LOAD_STOPS.contains(&k.as_str()));
-    } else {
-        s.retain(|k, _| k == "wait" || !KEYS.contains(&k.as_str()));
-    }
-    s
-}
-
 /// A test's settings: its sweep point's, with what the test resolved for itself over
 /// them (a null takes a point's setting out), redacted as the point's are.
 fn with_own_settings(point: &BTreeMap<String, Value>, own: &Params) -> BTreeMap<String, Value> {
@@ -1672,7 +1655,8 @@ fn run_as(
                     if let Some(v) = variant {
                         params.insert("variant".into(), Value::String(v.name.clone()));
                     }
-                    let settings = test_settings(&point_settings, &test);
+                    // Less the knobs the test does not read (`drop_unread` below).
+                    let settings = point_settings.clone();
                     // What this test's result is, whatever it measures: its partial
                     // outputs and its outcome fill the rest.
                     let mut template = ResultRecord {
@@ -2067,30 +2051,6 @@ mod tests {
                 .starts_with("no headline figure in 3 valid repetitions: the --until-cv 2%"),
             "{}",
             f.message
-        );
-    }
-
-    /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s
-    /// settings leave them out (a report said them of `set`), the ramp's keep them and
-    /// leave out `--duration` (set's), and an open loop's `wait` stays with either.
-    #[test]
-    fn a_test_that_is_not_a_capacity_test_leaves_out_their_knobs() {
-        let point: BTreeMap<String, Value> = [
-            ("clients", serde_json::json!(4)),
-            ("duration", serde_json::json!(1)),
-            ("ramp_high", serde_json::json!(3000)),
-            ("step_duration", serde_json::json!(0.3)),
-            ("wait", serde_json::json!("spin")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        let keys =
-            |test: &str| -> Vec<String> { test_settings(&point, test).into_keys().collect() };
-        assert_eq!(keys("set"), ["clients", "duration", "wait"]);
-        assert_eq!(
-            keys("ramp"),
-            ["clients", "ramp_high", "step_duration", "wait"]
         );
     }
 
