@@ -148,6 +148,16 @@ fn signed_points(d: f64) -> String {
 }
 
 impl CompareRow {
+    /// The figure's name as the table shows it: a latency in ns, which its cells give in
+    /// µs or ms, without its `_ns` (`latency_p99_ns` beside `4.31 ms` read as a misprint);
+    /// `metric` keeps the stored name (`--json`).
+    pub fn metric_text(&self) -> String {
+        match self.metric.strip_suffix("_ns") {
+            Some(name) if self.unit == "ns" => name.replace('_', " "),
+            _ => self.metric.clone(),
+        }
+    }
+
     /// A side's cell: `174,798 ops/s (3 runs)`; for one run of several repetitions
     /// `174,798 ± 8,657 ops/s (1 run, 2 reps)`; `-` where it has none. The count says what
     /// it counts: a bare `(3)` beside `(1 run, 2 reps)` and a verdict's `3 vs 3 runs`
@@ -2645,7 +2655,7 @@ pub fn compare_text(c: &Comparison) -> String {
     for r in &c.rows {
         table.push(vec![
             p(&r.point),
-            p(&r.metric),
+            p(&r.metric_text()),
             r.a_text(),
             r.b_text(),
             r.diff_text(),

@@ -357,7 +357,7 @@ fn comparison_html(h: &mut String, c: &Comparison, names: (&str, &str)) {
             h,
             r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td></tr>"#,
             esc(&r.point),
-            esc(&r.metric),
+            esc(&r.metric_text()),
             esc(&r.a_text()),
             esc(&r.b_text()),
             esc(&r.diff_text()),

@@ -355,7 +355,7 @@ pub fn markdown_with(
             for r in &cmp.rows {
                 m.push_str(&row(&[
                     r.point.clone(),
-                    r.metric.clone(),
+                    r.metric_text(),
                     r.a_text(),
                     r.b_text(),
                     r.diff_text(),

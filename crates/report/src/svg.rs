@@ -218,7 +218,14 @@ pub fn bar_chart(
         .iter()
         .flat_map(|s| s.values.iter().flatten())
         .fold(0.0f64, |a, b| a.max(*b));
-    let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.08 } else { 1.0 }, 5, false);
+    // A share's axis ends at 100% at most (100% bars drew an axis to 125).
+    let share = y_label.starts_with('%') && max <= 100.0;
+    let hi = match max * 1.08 {
+        _ if max <= 0.0 => 1.0,
+        hi if share => hi.min(100.0),
+        hi => hi,
+    };
+    let ticks = nice_ticks(0.0, hi, 5, false);
     let top = *ticks.last().unwrap_or(&1.0);
     let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - mb);
     let ys = |v: f64| y1 - (v / top) * (y1 - y0);
@@ -799,6 +806,29 @@ mod tests {
             .map(|t| &t[..t.find('<').unwrap()])
             .collect();
         assert_eq!(xs, ["1", "2"], "{svg}");
+    }
+
+    /// A share's axis ends at 100 (bars of 100% drew it to 125); another's past its top.
+    #[test]
+    fn a_shares_axis_ends_at_100() {
+        let bars = |y: &str| {
+            bar_chart(
+                "t",
+                y,
+                &["a".to_string()],
+                &[BarSeries {
+                    name: "s".into(),
+                    values: vec![Some(100.0)],
+                    warn: vec![false],
+                }],
+            )
+        };
+        let share = bars("% of operations");
+        assert!(
+            share.contains(">100<") && !share.contains(">125<"),
+            "{share}"
+        );
+        assert!(bars("ops/s").contains(">125<"));
     }
 
     #[test]

@@ -2188,6 +2188,39 @@ fn compare_with_a_killed_run_says_its_point_is_interrupted() {
     assert!(text.contains("\n! B: killed: run interrupted: "), "{text}");
 }
 
+/// A latency row is named without its `_ns` where its cells read µs or ms (the text, the
+/// Markdown and the HTML), and keeps its stored name in the rows (`--json`).
+#[test]
+fn compare_names_a_latency_without_the_unit_its_cells_do_not_use() {
+    let a = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = a.clone();
+    b.id = "20261120T230000-bbbbbb".into();
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.metric == "latency_p99_ns")
+        .expect("a p99 row");
+    assert_eq!(row.metric_text(), "latency p99");
+    let text = report::compare::compare_text(&c);
+    assert!(
+        text.contains("  latency p99 ") && !text.contains("latency_p99_ns"),
+        "{text}"
+    );
+    let runs = [a, b];
+    let m = report::markdown(&runs, None);
+    assert!(
+        !m.contains("latency\\_p99\\_ns") && !m.contains("latency_p99_ns"),
+        "{m}"
+    );
+    let h = report::html(&runs, None);
+    assert!(h.contains("<td>latency p99</td>"), "{h}");
+}
+
 /// A point whose result has no headline (a search that met its objective at no rate it
 /// tried) was ran, not absent: compare said "B has no such point" of a search that was
 /// stored ok with the reason its answer is missing.
