@@ -1250,6 +1250,11 @@ pub fn results_table(run: &RunRecord) -> String {
         Some((_, steps)) => steps.push(step),
         None => notes.push((text, vec![step])),
     };
+    // A flag said in its own words at many steps (other_load's figures differ at every
+    // step: a plan of 24 steps printed 50 near-identical lines): its first few whole, the
+    // rest by their steps.
+    const WHOLE_PER_CODE: usize = 3;
+    let mut said: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     for r in results {
         for f in &r.flags {
             let mark = if f.severity == Severity::Invalid {
@@ -1257,10 +1262,16 @@ pub fn results_table(run: &RunRecord) -> String {
             } else {
                 "!"
             };
-            note(
-                format!("{mark} {}: {}", clean(&f.code), clean(&f.message)),
-                r.step,
-            );
+            let texts = said.entry((mark, f.code.as_str())).or_default();
+            let text = if texts.len() < WHOLE_PER_CODE || texts.contains(f.message.as_str()) {
+                texts.insert(&f.message);
+                clean(&f.message)
+            } else {
+                "as above, each step with figures of its own (`show --json` and the report \
+                 give them)"
+                    .to_string()
+            };
+            note(format!("{mark} {}: {text}", clean(&f.code)), r.step);
         }
         if let Some(e) = &r.error {
             note(
@@ -2118,6 +2129,29 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         run.plan = serde_json::json!({ "run": { "power_model": "60:160" } });
         let t = efficiency_table(&run);
         assert!(t.contains("model system (60:160 W) (modelled)"), "{t}");
+    }
+
+    /// A flag in words of its own at every step is said whole at its first three, and by
+    /// its steps after (a plan of 24 steps printed 50 near-identical other_load lines).
+    #[test]
+    fn a_flag_worded_anew_at_every_step_is_said_whole_three_times() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 5);
+        for (i, r) in run.results.iter_mut().enumerate() {
+            r.flags = vec![model::Flag::warning(
+                "other_load",
+                format!("host vm: other processes took {}% of one CPU", 40 + i),
+            )];
+        }
+        let t = results_table(&run);
+        let whole = t
+            .lines()
+            .filter(|l| l.contains("other processes took"))
+            .count();
+        assert_eq!(whole, 3, "{t}");
+        assert!(
+            t.contains("steps 3,4: ! other_load: as above, each step with figures of its own"),
+            "{t}"
+        );
     }
 
     /// A test of phases one after another (an RSA key's signs, then its verifies) has no
