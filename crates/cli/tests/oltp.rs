@@ -803,6 +803,11 @@ fn a_password_protected_server_and_a_password_found_nowhere() {
     assert_ne!(code, 0);
     assert!(err.contains("nothing accepts connections there"), "{err}");
     assert!(!err.contains("must exist"), "{err}");
+    // Where, as the user wrote it (it read `hosts [Tcp("127.0.0.1")], port [1]`).
+    assert!(
+        err.contains("(database tpcc, host 127.0.0.1, port 1)"),
+        "{err}"
+    );
 
     // PGPASSWORD alone: the build is made.
     let (code, out, err) = rackbench(

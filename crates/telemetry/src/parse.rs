@@ -475,9 +475,15 @@ pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
         .filter_map(|n| Some((n.text.as_str(), *n.watts.as_ref().ok()?)))
         .collect();
     if numbers.is_empty() {
-        if let Some((text, why)) = all.iter().find_map(|n| Some((&n.text, n.watts.err()?))) {
+        // Every number it printed, each with what it is (`230V 1.2A` said only "230V").
+        let not_watts: Vec<String> = all
+            .iter()
+            .filter_map(|n| Some(format!("{:?}: {}", n.text, n.watts.err()?)))
+            .collect();
+        if !not_watts.is_empty() {
             return Err(format!(
-                "printed {text:?}: {why}; it must print the power in watts (W or kW)"
+                "printed {}; it must print the power in watts (W or kW)",
+                not_watts.join(", ")
             ));
         }
     }
@@ -721,6 +727,12 @@ mod tests {
             assert!(err(t).contains(why), "{t}: {}", err(t));
             assert!(err(t).contains(&format!("{t:?}")), "{t}: {}", err(t));
         }
+        // Every one of them is said, not the first alone.
+        let both = err("230V 1.2A");
+        assert!(
+            both.starts_with("printed \"230V\": volts, not watts, \"1.2A\": amperes, not watts;"),
+            "{both}"
+        );
         // Beside the watts, another quantity is left out.
         assert_eq!(parse_meter_watts("230 V 1.2 A 276 W"), Ok(276.0));
         assert_eq!(parse_meter_watts("230V 1.2A 276W"), Ok(276.0));

@@ -618,11 +618,25 @@ pub fn with_db(base: &postgres::Config, db: &str) -> postgres::Config {
 pub fn connect(cfg: &postgres::Config) -> anyhow::Result<postgres::Client> {
     cfg.connect(postgres::NoTls).map_err(|e| {
         let cause = connect_cause(&e, cfg);
+        // As a user writes them (`hosts [Tcp("127.0.0.1")], port [1]` was the Debug form).
+        let hosts: Vec<String> = cfg
+            .get_hosts()
+            .iter()
+            .map(|h| match h {
+                postgres::config::Host::Tcp(name) => name.clone(),
+                postgres::config::Host::Unix(dir) => dir.display().to_string(),
+            })
+            .collect();
+        let ports: Vec<String> = cfg.get_ports().iter().map(u16::to_string).collect();
+        let or_default = |v: Vec<String>, default: &str| match v.is_empty() {
+            true => default.to_string(),
+            false => v.join(","),
+        };
         anyhow::Error::new(e).context(format!(
-            "connecting to PostgreSQL (database {:?}, hosts {:?}, port {:?}): {cause}",
+            "connecting to PostgreSQL (database {}, host {}, port {}): {cause}",
             cfg.get_dbname().unwrap_or("?"),
-            cfg.get_hosts(),
-            cfg.get_ports()
+            or_default(hosts, "default"),
+            or_default(ports, "5432")
         ))
     })
 }
