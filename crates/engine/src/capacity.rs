@@ -769,13 +769,24 @@ impl RampResult {
             .as_ref()
             .filter(|s| s.last_sustained_rate_per_s.is_none())
         {
-            out.push(MissingMetric {
-                name: "last_sustained_rate_per_s".into(),
-                reason: format!(
+            let reason = match self.sustained_after_saturation() {
+                // A later step sustained: the first one's saturation was passing, and a
+                // lower --ramp-low is not the remedy.
+                Some((_, sustained)) => format!(
+                    "the ramp saturated at its first step ({:.0}/s), yet a later one \
+                     ({sustained:.0}/s) was sustained (sustained_after_saturation): run the \
+                     ramp again",
+                    s.demanded_rate_per_s
+                ),
+                None => format!(
                     "the ramp saturated at its first step ({:.0}/s): no rate below it was \
                      tried; lower --ramp-low",
                     s.demanded_rate_per_s
                 ),
+            };
+            out.push(MissingMetric {
+                name: "last_sustained_rate_per_s".into(),
+                reason,
             });
         }
         out
@@ -1449,8 +1460,8 @@ impl SearchResult {
             .join(", ");
         Some(format!(
             "the generator fell behind at {probes}, sending requests more than 1 ms late \
-             with a connection free for them (the Late % of the probes' table counts every \
-             late request, those that waited on a busy connection too); it was not known to \
+             with a connection free for them (a probes table's Late % counts every request \
+             late or never sent, those that waited on a busy connection too); it was not known to \
              run on another machine than the server's (on one kernel the two contend, \
              whatever CPUs each is pinned to), so those misses were taken as the server's, \
              though a generator \

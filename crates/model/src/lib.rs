@@ -438,32 +438,46 @@ pub mod capacity_keys {
     /// A load test's stops, which a capacity test's steps set for themselves: none of
     /// them is a setting a capacity test ran at.
     pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];
+
+    /// The knobs `test` does not read of these: a capacity test's in a load test, a
+    /// load's stops in a capacity test. Out of its settings (a report said `--ramp-high`
+    /// of a `set` beside a ramp), and out of what tells two platforms' figures apart; not
+    /// out of its parameters, which tell its sweep points apart (`-t set,search --slo
+    /// a,b` runs `set` at each).
+    pub fn unread(test: &str) -> &'static [&'static str] {
+        if TESTS.contains(&test) {
+            &LOAD_STOPS
+        } else {
+            &ONLY_CAPACITY
+        }
+    }
 }
 
 /// The knobs of a sweep point that `workload`'s `test` does not read (crypto's buffer
 /// sizes in an RSA or ECDSA test, its `bits` list in every test: each RSA test names its
-/// own key size; a capacity test's knobs in a load test, a load's stops in a capacity
-/// test): no part of the test's point, so that runs that differ in them alone meet there
-/// (a run of rsa2048 alone and one of rsa2048 and sha256 were two rsa2048 points,
-/// `buffer_sizes` apart, and a side's mean dropped a run; a kv `set` beside a search
-/// kept `--slo` and `--levels` in its parameters, and a TCO said two platforms' `set`
-/// was measured at different settings for them).
+/// own key size): no part of the test's point, so that runs that differ in them alone
+/// meet there (a run of rsa2048 alone and one of rsa2048 and sha256 were two rsa2048
+/// points, `buffer_sizes` apart, and a side's mean dropped a run). Lists, never swept:
+/// a swept knob stays in the parameters of every test (see [`capacity_keys::unread`]).
 pub fn unread_by(workload: &str, test: &str) -> &'static [&'static str] {
     match workload {
         "crypto" if test.starts_with("rsa") || test == "ecdsap256" => &["bits", "buffer_sizes"],
         "crypto" => &["bits"],
-        _ if capacity_keys::TESTS.contains(&test) => &capacity_keys::LOAD_STOPS,
-        _ => &capacity_keys::ONLY_CAPACITY,
+        _ => &[],
     }
 }
 
 impl ResultRecord {
     /// Takes the knobs its test does not read ([`unread_by`]) out of its parameters and
-    /// settings: when it is stored, and when a record stored before the rule is read, so
-    /// that old and new runs meet at one point.
+    /// settings, and the capacity knobs it does not read ([`capacity_keys::unread`]) out
+    /// of its settings: when it is stored, and when a record stored before the rule is
+    /// read, so that old and new runs meet at one point.
     pub fn drop_unread(&mut self) {
         for k in unread_by(&self.workload, &self.test) {
             self.params.remove(*k);
+            self.settings.remove(*k);
+        }
+        for k in capacity_keys::unread(&self.test) {
             self.settings.remove(*k);
         }
     }
@@ -798,10 +812,16 @@ pub fn display_unit(metric: &str, unit: &str) -> String {
 /// `power_mean_w`: W), for a figure stored without a value (a missing one); None where
 /// the name does not say it (a rate's unit is of what it counts: `ops/s`, `signs/s`).
 pub fn unit_by_name(metric: &str) -> Option<&'static str> {
-    const SUFFIXES: [(&str, &str); 11] = [
-        ("_gbit_per_s", "Gbit/s"),
-        ("_bytes_per_s", "B/s"),
-        ("_per_s", ""),
+    const RATES: [(&str, &str); 2] = [("_gbit_per_s", "Gbit/s"), ("_bytes_per_s", "B/s")];
+    if let Some((_, unit)) = RATES.iter().find(|(suffix, _)| metric.ends_with(suffix)) {
+        return Some(unit);
+    }
+    // Any other ratio is of what its test counts (`reply_rate_per_w`: ops/s/W,
+    // `signs_per_cpu_s`: ops/cpu-s): its last word is no unit of it.
+    if metric.contains("_per_") {
+        return None;
+    }
+    const SUFFIXES: [(&str, &str); 8] = [
         ("_ns", "ns"),
         ("_us", "us"),
         ("_ms", "ms"),
@@ -815,7 +835,6 @@ pub fn unit_by_name(metric: &str) -> Option<&'static str> {
         .iter()
         .find(|(suffix, _)| metric.ends_with(suffix))
         .map(|(_, unit)| *unit)
-        .filter(|u| !u.is_empty())
 }
 
 #[cfg(test)]
@@ -823,9 +842,10 @@ mod unread_tests {
     use serde_json::json;
 
     /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s
-    /// parameters and settings leave them out (a report said them of `set`, and a TCO
-    /// said two platforms' `set` differed in `slo` and `levels`), the ramp's keep them and
-    /// leave out `--duration` (set's), and an open loop's `wait` stays with either.
+    /// settings leave them out (a report said them of `set`), the ramp's keep them and
+    /// leave out `--duration` (set's), and an open loop's `wait` stays with either. The
+    /// parameters keep them all: they tell a sweep's points apart (`--slo a,b` runs `set`
+    /// at each, and two runs of `set` read as one point of two repetitions 0).
     #[test]
     fn a_test_that_is_not_a_capacity_test_leaves_out_their_knobs() {
         let keys = |test: &str| -> (Vec<String>, Vec<String>) {
@@ -854,15 +874,23 @@ mod unread_tests {
                 r.settings.into_keys().collect(),
             )
         };
+        let all = [
+            "clients",
+            "duration",
+            "ramp_high",
+            "slo",
+            "step_duration",
+            "wait",
+        ];
         let (params, settings) = keys("set");
-        assert_eq!(params, ["clients", "duration", "wait"]);
-        assert_eq!(settings, params);
+        assert_eq!(params, all);
+        assert_eq!(settings, ["clients", "duration", "wait"]);
         let (params, settings) = keys("ramp");
+        assert_eq!(params, all);
         assert_eq!(
-            params,
+            settings,
             ["clients", "ramp_high", "slo", "step_duration", "wait"]
         );
-        assert_eq!(settings, params);
     }
 }
 
@@ -880,6 +908,11 @@ mod unit_by_name_tests {
             ("rx_bytes_per_s", Some("B/s")),
             ("loadgen_busy_pct", Some("%")),
             ("interval_rate_min_per_s", None),
+            ("overall_reply_rate_per_w", None),
+            ("reply_rate_per_w", None),
+            ("signs_per_cpu_s", None),
+            ("cpu_pct_per_gbit", None),
+            ("measured_duration_s", Some("s")),
             ("cache_hit_ratio", None),
         ] {
             assert_eq!(super::unit_by_name(name), unit, "{name}");

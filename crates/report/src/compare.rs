@@ -2331,8 +2331,10 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 point: point.clone(),
                 a,
                 b,
-                a_absent: !pa.contains(point),
-                b_absent: !pb.contains(point),
+                // Not run at all: a point run without figures (a search that met its
+                // objective at no rate) has its warnings (it read "B: absent").
+                a_absent: !wa.contains_key(point),
+                b_absent: !wb.contains_key(point),
             })
         })
         .collect();

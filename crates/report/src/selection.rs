@@ -510,12 +510,21 @@ pub fn tco_settings_note(
             Some(all) => all.into_iter().filter(|k| mine.contains(k)).collect(),
         });
     }
-    // The column line reads a run's label and results only.
+    // The column line reads a run's label and results only; of their parameters, those
+    // their tests read (a `set` beside a search kept `--slo` and `--levels`, and the
+    // platforms read as measured at different settings for them).
+    let read_only = |r: &model::ResultRecord| {
+        let mut r = r.clone();
+        for k in model::capacity_keys::unread(&r.test) {
+            r.params.remove(*k);
+        }
+        r
+    };
     let taken: Vec<RunRecord> = measured
         .iter()
         .map(|(p, run, fr)| RunRecord {
             label: Some(p.name.clone()),
-            results: fr.perf_points.clone(),
+            results: fr.perf_points.iter().map(read_only).collect(),
             ..(*run).clone()
         })
         .collect();

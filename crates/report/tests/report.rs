@@ -2246,6 +2246,7 @@ fn compare_says_why_a_point_the_other_ran_has_no_headline() {
         name: headline.clone(),
         reason: "the answer is below 625/s".into(),
     });
+    r.flags = vec![model::Flag::warning("search_limit", "steps used up")];
     let point = r.test.clone();
     let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
     let row = c
@@ -2264,6 +2265,13 @@ fn compare_says_why_a_point_the_other_ran_has_no_headline() {
              not compared"
         )
     );
+    // Its warnings are B's, not "absent" (B ran the point).
+    let w = c
+        .warnings
+        .iter()
+        .find(|w| w.point == row.point)
+        .expect("the point's warnings");
+    assert!(w.text().ends_with("B: search_limit"), "{}", w.text());
 }
 
 /// A report of a run and a killed one says in its Comparison section what `rackbench
@@ -3184,6 +3192,13 @@ fn a_tco_says_which_settings_its_platforms_ran_at_where_they_differ() {
             "{extra}: {said}"
         );
         assert_eq!(note([&deep, &at("deep2", 100)], extra), None, "{extra}");
+        // A capacity test's knob given beside the load tests (`--slo` with `-t
+        // set,search`) is no setting of theirs: the platforms differ in none.
+        let mut with_slo = at("deep3", 100);
+        for r in &mut with_slo.results {
+            r.params.insert("slo".into(), serde_json::json!("p99<1ms"));
+        }
+        assert_eq!(note([&deep, &with_slo], extra), None, "{extra}");
     }
     // A load level both took their best over is no setting, however their bests differ;
     // one fixed on one side (clients=5) is.

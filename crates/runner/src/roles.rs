@@ -150,6 +150,14 @@ impl HostsPlan {
         if pairs && (self.sut.is_some() || !self.loadgens.is_empty()) {
             bail!("net: give either pairs (--hosts or --pairs) or --sut/--loadgen, not both");
         }
+        let same = self.sut.as_deref().unwrap_or(LOCAL)
+            == self.loadgens.first().map_or(LOCAL, String::as_str);
+        if workload == "net" && !pairs && same && !self.is_local() {
+            bail!(
+                "net: --sut and --loadgen name the same host: a sender and a receiver on one \
+                 host need no --sut or --loadgen (leave both out), or give two hosts"
+            );
+        }
         // One sender per pair: several generators are several pairs, said before any host
         // is reached (it was said after the ssh setup, without the pairs to give).
         if workload == "net" && self.loadgens.len() > 1 {
@@ -211,10 +219,17 @@ impl HostsPlan {
     ) -> anyhow::Result<Vec<(Params, PointRoles)>> {
         let remote = !self.is_local();
         let mut pairs = self.net_pairs();
-        if let (true, Some(receiver), [sender]) =
-            (workload == "net", &self.sut, self.loadgens.as_slice())
-        {
-            pairs.push((sender.clone(), receiver.clone()));
+        // Off this machine, net's one sender and receiver are a pair, whichever of the
+        // two flags was left out (this machine then): `--sut rbh1` alone stored the
+        // sender's figures under rbh1 as the two flags did.
+        if workload == "net" && pairs.is_empty() && remote {
+            let receiver = self.sut.clone().unwrap_or_else(|| LOCAL.into());
+            let sender = self
+                .loadgens
+                .first()
+                .cloned()
+                .unwrap_or_else(|| LOCAL.into());
+            pairs.push((sender, receiver));
         }
         if pairs.is_empty() {
             let roles = PointRoles {
@@ -392,6 +407,32 @@ mod tests {
         // kv in the same run keeps its roles.
         let kv = h.expand(&[Params::new()], "kv", true).unwrap();
         assert!(kv[0].1.pair.is_none());
+        // Either flag alone: the other end is this machine.
+        for (sut, loadgens, pair) in [
+            (Some("rbh1"), vec![], "local>rbh1"),
+            (None, vec!["rbh2".to_string()], "rbh2>local"),
+        ] {
+            let one = HostsPlan {
+                sut: sut.map(str::to_string),
+                loadgens,
+                ..Default::default()
+            };
+            one.validate("net").unwrap();
+            let e = one.expand(&[Params::new()], "net", true).unwrap();
+            assert_eq!(e[0].1.pair_label().as_deref(), Some(pair));
+        }
+        // One host at both ends is refused (`--pairs a>a` is).
+        let both = HostsPlan {
+            sut: Some("rbh1".into()),
+            loadgens: vec!["rbh1".into()],
+            ..Default::default()
+        };
+        assert!(both
+            .validate("net")
+            .unwrap_err()
+            .to_string()
+            .contains("the same host"));
+        both.validate("kv").unwrap();
         let h = HostsPlan {
             loadgens: vec!["rbh2".into(), "rbh3".into()],
             ..h

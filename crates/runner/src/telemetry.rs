@@ -1273,15 +1273,15 @@ pub fn meter_late_flags(samples: &[TelemetrySample]) -> Vec<Flag> {
         .collect()
 }
 
+/// The metric of a step whose host's CPUs were counted busy for less than its own
+/// processes ran ([`window_metrics`]).
+pub const TICKS_MISSED: &str = engine::capacity_tests::TICKS_MISSED;
+
 /// Whether a host's CPUs were counted busy (`tasks`, % of one CPU) well below what the
 /// test's own processes ran there (`own`): by 5 points of a CPU and a quarter of `own`.
 /// A paced UDP test's threads ran 19.6% of a CPU on a host whose CPUs were counted 2.2%
 /// busy (acceptance N, 1): the kernel's tick sampling misses work that sleeps between
 /// ticks, while a process's own time is its run time.
-/// The metric of a step whose host's CPUs were counted busy for less than its own
-/// processes ran ([`window_metrics`]).
-pub const TICKS_MISSED: &str = engine::capacity_tests::TICKS_MISSED;
-
 fn ticks_missed(tasks: f64, own: f64) -> bool {
     own - tasks > 5.0_f64.max(0.25 * own)
 }

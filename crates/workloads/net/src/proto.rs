@@ -160,9 +160,10 @@ pub enum Msg {
         warmup: Vec<SentStats>,
     },
     Result {
-        /// Receiver clock: from the end of the warm-up (`go` without one) to the last
-        /// byte received; for a UDP test after a warm-up, from where the first datagram
-        /// the sender sent after its own end of it can have arrived.
+        /// Receiver clock: from the end of the warm-up (`go` without one) to the sender's
+        /// `done`, or the last byte received if later; for a UDP test after a warm-up,
+        /// from where the first datagram the sender sent after its own end of it can have
+        /// arrived.
         duration_s: f64,
         /// Each stream's counts over that time.
         streams: Vec<StreamStats>,
