@@ -24,7 +24,7 @@ use crate::capacity::{
 };
 use crate::workload::{Ctx, Params, StepOutput};
 
-pub use model::capacity_keys::{KEYS, LOAD_STOPS, TESTS};
+pub use model::capacity_keys::{KEYS, LOAD_STOPS, TESTS, TICKS_MISSED};
 
 /// `--arrival` and `--wait` are read by an open loop only: a fixed `--rate`, or a capacity
 /// test's steps. Where every test runs closed they would be stored as if they applied, so
@@ -47,10 +47,6 @@ pub fn refuse_open_loop_flags(
         None => Ok(()),
     }
 }
-
-/// A step's metric (the runner's telemetry adds it) of how far, in percent of one CPU,
-/// the host's CPUs were counted busy below what the step's own processes ran.
-pub const TICKS_MISSED: &str = "cpu_ticks_missed_pct";
 
 /// The flags of the capacity tests. Defaults that depend on the workload (rates, step
 /// length) are written into the help by [`document_defaults`].
@@ -1015,11 +1011,15 @@ pub fn run(
     // level's modelled watts read 53.5 at 75% beside 59.3 at 50%).
     let uncounted: Vec<String> = steps
         .iter()
-        .filter_map(|s| {
+        .enumerate()
+        .filter_map(|(i, s)| {
             let m = s.extra.iter().find(|m| m.name == TICKS_MISSED)?;
-            let step = match s.demanded_rate_per_s {
-                r if r > 0.0 => format!("{r:.0} {unit}"),
-                _ => "active idle".to_string(),
+            // A level by its name, as its table names it (its steps run in its order).
+            let level = levels.as_ref().and_then(|l| l.get(i));
+            let step = match (s.demanded_rate_per_s, level) {
+                (r, _) if r <= 0.0 => "active idle".to_string(),
+                (r, Some(pct)) => format!("{} ({r:.0} {unit})", capacity::level_label(Some(*pct))),
+                (r, None) => format!("{r:.0} {unit}"),
             };
             Some(format!("{step} ({:.0}% of one CPU uncounted)", m.value))
         })
@@ -2358,7 +2358,7 @@ mod tests {
             .expect("the step whose ticks missed its processes is said");
         assert!(
             f.message
-                .contains(" ran: 250 ops/s (23% of one CPU uncounted); ")
+                .contains(" ran: 50% (250 ops/s) (23% of one CPU uncounted); ")
                 && f.message.contains("so does the power modelled from it"),
             "{}",
             f.message

@@ -435,6 +435,10 @@ pub mod capacity_keys {
         keys
     };
 
+    /// A step's metric (the runner's telemetry adds it) of how far, in percent of one
+    /// CPU, the host's CPUs were counted busy below what the step's own processes ran.
+    pub const TICKS_MISSED: &str = "cpu_ticks_missed_pct";
+
     /// A load test's stops, which a capacity test's steps set for themselves: none of
     /// them is a setting a capacity test ran at.
     pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];

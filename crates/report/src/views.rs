@@ -2002,6 +2002,16 @@ pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
 }
 
 /// What a ramp step's, a search probe's or a load level's Late % is, said under its table.
+/// `cell` marked ⚠ where the level's host CPU was counted below its own processes'
+/// ([`model::capacity_keys::TICKS_MISSED`]) and the figure follows it (`follows`).
+fn ticks_mark(cell: String, m: &BTreeMap<String, f64>, follows: bool) -> String {
+    if follows && m.contains_key(model::capacity_keys::TICKS_MISSED) {
+        format!("{cell} ⚠")
+    } else {
+        cell
+    }
+}
+
 fn late_note(step: &str) -> String {
     format!(
         "Late %: the {step}'s requests sent more than 1 ms after their scheduled time or \
@@ -2550,11 +2560,16 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
                 // As the ramp's: a level its generator could not keep is not of its load
                 // (behind_schedule named 25.7% late at 100% with no column to show it).
                 m.get("late_pct").map_or("-".into(), |v| fixed(*v, 1)),
-                m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                // Counted below the level's own processes (step_cpu_ticks_missed): marked,
+                // with the power and perf/W that follow it where they are modelled.
+                m.get("cpu_busy_pct")
+                    .map_or("-".into(), |v| ticks_mark(fixed(*v, 1), m, true)),
                 m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
-                m.get("power_w")
-                    .map_or("absent".into(), |v| crate::fmt::watts(*v)),
-                m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
+                m.get("power_w").map_or("absent".into(), |v| {
+                    ticks_mark(crate::fmt::watts(*v), m, !modelled.is_empty())
+                }),
+                m.get("reply_rate_per_w")
+                    .map_or("-".into(), |v| ticks_mark(num(*v), m, !modelled.is_empty())),
             ];
             if objective.is_some() {
                 // The percentile judged, of every request due (unsent ones at the top),
@@ -2576,8 +2591,11 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
     notes.extend(
         r.flags
             .iter()
-            .filter(|f| f.code == "level_misses_objective")
-            .map(|f| f.message.clone()),
+            .filter(|f| f.code == "level_misses_objective" || f.code == "step_cpu_ticks_missed")
+            .map(|f| match f.code.as_str() {
+                "step_cpu_ticks_missed" => format!("⚠ {}", f.message),
+                _ => f.message.clone(),
+            }),
     );
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
         notes.push(format!("Overall: {} {u} per W{modelled}.", num(v)));

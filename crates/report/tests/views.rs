@@ -885,6 +885,50 @@ fn levels_judged_against_the_objective_show_it() {
     assert!(!m.contains("| Meets p99"));
 }
 
+/// A level whose host CPU was counted below its own processes' is marked in the levels
+/// table, with the power and perf/W that follow it where they are modelled, and the flag
+/// said under it (the table read 3.5% busy, 53.5 W, 70.1 ops/s/W, unmarked).
+#[test]
+fn a_level_whose_ticks_missed_its_processes_is_marked() {
+    let mut r = capacity_run(true);
+    let levels = r.results.iter_mut().find(|x| x.test == "levels").unwrap();
+    levels.metrics.push(
+        Metric::new(model::capacity_keys::TICKS_MISSED, 23.0, "%")
+            .label("phase", "levels")
+            .label("level", "50%"),
+    );
+    levels.flags.push(model::Flag::warning(
+        "step_cpu_ticks_missed",
+        "steps whose host's CPUs were counted busy for less than this test's own processes ran: 50% (22000 req/s)",
+    ));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| 50% | 22,000 | 21,780 | 9.000 | 0.0 | 55.0 ⚠ | 32.0 | 110.0 | 198 |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 25.7 | 75.0 | 40.0 |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("⚠ steps whose host's CPUs were counted busy"),
+        "{m}"
+    );
+    // Modelled power follows the busy figure: marked too.
+    levels_modelled(&mut r);
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| 55.0 ⚠ | 32.0 | 110.0 ⚠ | 198 ⚠ |"), "{m}");
+}
+
+/// Marks the run's levels power as modelled.
+fn levels_modelled(r: &mut RunRecord) {
+    let levels = r.results.iter_mut().find(|x| x.test == "levels").unwrap();
+    levels.flags.push(model::Flag::warning(
+        "power_modelled",
+        "power at each step is the declared --power-model applied to CPU busy, not a measurement",
+    ));
+}
+
 /// Each repetition and sweep point of a capacity test has its view, named by what sets
 /// it apart: not the first one's alone.
 #[test]
