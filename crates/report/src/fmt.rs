@@ -249,7 +249,11 @@ pub fn text_table(rows: &[Vec<String>]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
         if ri == 0 {
-            out.push_str(&"-".repeat(w.iter().map(|x| x + 2).sum::<usize>().saturating_sub(2)));
+            // Under the header: the last column, ragged, as wide as its heading (a long
+            // verdict drew a line of 290 dashes).
+            let last = r.last().map_or(0, |c| c.chars().count());
+            let before: usize = w.iter().take(n.saturating_sub(1)).map(|x| x + 2).sum();
+            out.push_str(&"-".repeat(before + last));
             out.push('\n');
         }
     }
@@ -265,6 +269,19 @@ pub fn md(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line under a text table's header runs to its last heading, not to the longest
+    /// cell of its ragged last column (a long verdict drew 290 dashes).
+    #[test]
+    fn a_text_tables_rule_ends_at_the_last_heading() {
+        let rows = vec![
+            vec!["point".to_string(), "verdict".to_string()],
+            vec!["kv get".to_string(), "x".repeat(60)],
+        ];
+        let t = text_table(&rows);
+        let rule = t.lines().nth(1).unwrap();
+        assert_eq!(rule, "-".repeat("kv get  verdict".len()), "{t}");
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {

@@ -1120,11 +1120,17 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
         .iter()
         .map(|u| {
             std::iter::once(crate::fmt::num(*u))
-                .chain(series.iter().map(|s| {
-                    s.points
-                        .iter()
-                        .find(|p| p.0 == *u)
-                        .map_or("-".into(), |p| crate::fmt::fixed(p.1, 1))
+                .chain(series.iter().zip(&marks).map(|(s, m)| {
+                    // A point the chart marks ⚠ (its warnings) is marked here too.
+                    let warned = m.iter().any(|(x, _)| x == u);
+                    s.points.iter().find(|p| p.0 == *u).map_or("-".into(), |p| {
+                        let v = crate::fmt::fixed(p.1, 1);
+                        if warned {
+                            format!("{v} ⚠")
+                        } else {
+                            v
+                        }
+                    })
                 }))
                 .collect()
         })
@@ -1143,11 +1149,16 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
                 .collect(),
             rows,
         }],
-        notes: vec![
+        notes: std::iter::once(
             "Each line is one run's mean over repetitions at each virtual-user count; a \
              transaction is one stored-procedure call (or its statements), as HammerDB counts."
-                .into(),
-        ],
+                .to_string(),
+        )
+        .chain(marks.iter().any(|m| !m.is_empty()).then(|| {
+            "⚠: a point whose results carry warnings (each run's Results table says which)."
+                .to_string()
+        }))
+        .collect(),
     })
 }
 

@@ -1796,6 +1796,22 @@ fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
         m.contains("Transactions per second at each virtual-user count"),
         "{m}"
     );
+    // A point the chart marks is marked in the table too.
+    let marked = report::views::views(&[warned.clone(), other.clone()], "oltp")
+        .into_iter()
+        .find(|v| v.title.contains("run beside run"))
+        .unwrap();
+    let cells: Vec<&String> = marked.tables[0].rows.iter().map(|r| &r[1]).collect();
+    assert_eq!(
+        cells.iter().filter(|c| c.ends_with(" ⚠")).count(),
+        1,
+        "{cells:?}"
+    );
+    assert!(marked.tables[0].rows.iter().all(|r| !r[2].contains('⚠')));
+    assert!(marked
+        .notes
+        .iter()
+        .any(|n| n.starts_with("⚠: a point whose results")));
     let svg = chart(&[warned, other], "vs concurrent users, all runs");
     assert!(svg.contains('⚠') && svg.contains("other_load"), "{svg}");
     // A small count is whole, not three significant digits (`91.0`).

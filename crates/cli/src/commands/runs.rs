@@ -1448,14 +1448,22 @@ pub fn run_header(run: &RunRecord) -> String {
         };
         // A declared idle (only modelled power) was measured over no time at all.
         let declared = !idle.power.is_empty() && idle.power.iter().all(|p| p.modelled);
-        kv.push((
-            format!("idle power {}", idle.host),
-            if declared {
-                text
-            } else {
-                format!("{text} over {} s", report::fmt::fixed(idle.duration_s, 1))
-            },
-        ));
+        let text = if declared {
+            text
+        } else {
+            format!("{text} over {} s", report::fmt::fixed(idle.duration_s, 1))
+        };
+        // Its warnings (idle_not_idle: the host was busy while idle was read), as the
+        // report marks them; `show` printed the watts plain.
+        let text = std::iter::once(text)
+            .chain(
+                idle.flags
+                    .iter()
+                    .map(|f| format!("! {}: {}", f.code, one_line(&f.message))),
+            )
+            .collect::<Vec<_>>()
+            .join("; ");
+        kv.push((format!("idle power {}", idle.host), text));
     }
     let width = kv.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
@@ -1898,6 +1906,23 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(!run.idle_power.is_empty());
         let h = run_header(&run);
         assert!(h.contains("200.0 W "), "{h}");
+        // An idle figure's warning is on its line (it was printed plain).
+        let mut busy_idle = run.clone();
+        busy_idle.idle_power[0].flags = vec![model::Flag::warning(
+            "idle_not_idle",
+            "the host's tasks took 45% of one CPU while idle was read",
+        )];
+        let idle_line = run_header(&busy_idle)
+            .lines()
+            .find(|l| l.starts_with("idle power"))
+            .unwrap()
+            .to_string();
+        assert!(
+            idle_line.ends_with(
+                "; ! idle_not_idle: the host's tasks took 45% of one CPU while idle was read"
+            ),
+            "{idle_line}"
+        );
         // The facts it leaves out are counted, and where to read them said (`show`'s
         // list read as the whole disclosure).
         let shown = h.lines().filter(|l| l.starts_with("  ")).count();
