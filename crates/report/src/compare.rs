@@ -1657,6 +1657,10 @@ struct Gathered {
     /// Per sweep point and figure its valid results say is missing: why (a search that
     /// met its objective at no rate tried has no answer, and says why).
     missing: BTreeMap<(String, String), String>,
+    /// Per sweep point of levels whose 100% was a lower bound of the capacity
+    /// (`capacity_a_bound`): that warning's message. Its levels are not those shares of
+    /// the server's capacity, and none of its figures is set against another's.
+    levels_of_a_bound: BTreeMap<String, String>,
 }
 
 /// Per sweep point and figure: each run's values (one per repetition, or one for the
@@ -1668,6 +1672,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
     let mut at_point: BTreeMap<String, Vec<&model::ResultRecord>> = BTreeMap::new();
     let mut headline_of: BTreeMap<String, String> = BTreeMap::new();
     let mut missing: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut levels_of_a_bound: BTreeMap<String, String> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
             let key = point_key(&p, swept);
@@ -1681,6 +1686,15 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                 missing
                     .entry((key.clone(), m.name.clone()))
                     .or_insert_with(|| m.reason.clone());
+            }
+            if let Some(f) = valid
+                .iter()
+                .flat_map(|r| &r.flags)
+                .find(|f| f.code == "capacity_a_bound")
+            {
+                levels_of_a_bound
+                    .entry(key.clone())
+                    .or_insert_with(|| f.message.clone());
             }
             if let Some(r) = valid.first() {
                 headline_of.insert(key.clone(), r.headline.clone());
@@ -1819,6 +1833,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
         warnings,
         uncounted,
         missing,
+        levels_of_a_bound,
     }
 }
 
@@ -2269,6 +2284,26 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 (true, false) => format!("not compared: a lower bound on A ({})", why(fa)),
                 _ => format!("not compared: a lower bound on B ({})", why(fb)),
             };
+        }
+        // Levels whose 100% was a lower bound are loads of another scale than the other
+        // side's: none of their figures is a difference of the platforms (A's 7,995 at
+        // "100%" against B's 5,000 read -37.5%).
+        let bound_levels: Vec<String> = [("A", &side_a), ("B", &side_b)]
+            .into_iter()
+            .filter(|(_, g)| g.levels_of_a_bound.contains_key(&key.0))
+            .map(|(side, _)| side.to_string())
+            .collect();
+        if !bound_levels.is_empty() && !missing {
+            j.diff_pct = None;
+            j.ci95_pct = None;
+            j.diff_abs = None;
+            j.ci95_abs = None;
+            j.p_value = None;
+            j.verdict = format!(
+                "not compared: {}'s 100% is a lower bound of its capacity \
+                 (capacity_a_bound): its levels are not those shares of it",
+                bound_levels.join(" and ")
+            );
         }
         rows.push(CompareRow {
             point: key.0.clone(),

@@ -885,6 +885,36 @@ fn levels_judged_against_the_objective_show_it() {
     assert!(!m.contains("| Meets p99"));
 }
 
+/// Levels whose 100% was a lower bound of the capacity (`capacity_a_bound`) are of
+/// another scale than the other side's: compare sets none of their figures against it
+/// (A's 7,995 at "100%" against B's 5,000 read -37.5%).
+#[test]
+fn compare_sets_no_figure_of_levels_over_a_bound_against_another() {
+    let mut a = capacity_with_steps("cap-a", 1.0);
+    let b = capacity_with_steps("cap-b", 1.2);
+    let levels = a.results.iter_mut().find(|r| r.test == "levels").unwrap();
+    levels.flags.push(model::Flag::warning(
+        "capacity_a_bound",
+        "100% is 5000 req/s, the ramp's, but that is a lower bound",
+    ));
+    let c = report::compare(&[a], &[b]);
+    let rows: Vec<_> = c.rows.iter().filter(|r| r.point == "kv levels").collect();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert!(r.diff_pct.is_none() && r.p_value.is_none(), "{r:?}");
+        assert!(
+            r.verdict
+                .starts_with("not compared: A's 100% is a lower bound of its capacity"),
+            "{r:?}"
+        );
+    }
+    // The ramp's figures are compared as before.
+    assert!(c
+        .rows
+        .iter()
+        .any(|r| r.point == "kv ramp" && r.diff_pct.is_some()));
+}
+
 /// A level whose host CPU was counted below its own processes' is marked in the levels
 /// table, with the power and perf/W that follow it where they are modelled, and the flag
 /// said under it (the table read 3.5% busy, 53.5 W, 70.1 ops/s/W, unmarked).
