@@ -1455,7 +1455,7 @@ impl SearchResult {
         let probes = self
             .generator_late_probes
             .iter()
-            .map(|(rate, pct)| format!("{rate:.0}/s ({pct:.1}% of its requests)"))
+            .map(|(rate, pct)| format!("{:.0}/s ({pct:.1}% of its requests)", rate.round()))
             .collect::<Vec<_>>()
             .join(", ");
         Some(format!(

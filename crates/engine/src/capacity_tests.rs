@@ -910,7 +910,9 @@ pub fn run(
                     .map(|v| {
                         format!(
                             "{} ({:.0} {unit}): {}",
-                            v.level, v.demanded_rate_per_s, v.reason
+                            v.level,
+                            v.demanded_rate_per_s.round(),
+                            v.reason
                         )
                     })
                     .collect();
@@ -987,7 +989,7 @@ pub fn run(
         .map(|s| {
             format!(
                 "{:.0} {unit} ({:.1}% late or unsent)",
-                s.demanded_rate_per_s,
+                s.demanded_rate_per_s.round(),
                 s.behind_fraction() * 100.0
             )
         })
@@ -1016,7 +1018,7 @@ pub fn run(
             let m = s.extra.iter().find(|m| m.name == TICKS_MISSED)?;
             // A level by its name, as its table names it (its steps run in its order).
             let level = levels.as_ref().and_then(|l| l.get(i));
-            let step = match (s.demanded_rate_per_s, level) {
+            let step = match (s.demanded_rate_per_s.round(), level) {
                 (r, _) if r <= 0.0 => "active idle".to_string(),
                 (r, Some(pct)) => format!("{} ({r:.0} {unit})", capacity::level_label(Some(*pct))),
                 (r, None) => format!("{r:.0} {unit}"),
@@ -2286,6 +2288,30 @@ mod tests {
             "{:?}",
             l.missing
         );
+    }
+
+    /// A level's rate in a sentence is rounded as its table rounds it: 75% of 7,750 is
+    /// 5,812.5/s, "5,813" in the table and "5812" in behind_schedule (`{:.0}` rounds a
+    /// half to even).
+    #[test]
+    fn a_levels_rate_in_a_sentence_is_rounded_as_in_its_table() {
+        let late = |rate: f64| {
+            let mut s = step(rate)?;
+            s.late_sends = s.replies / 2;
+            Ok(s)
+        };
+        let out = run_alone(
+            "kv",
+            "levels",
+            json!({"capacity": 7750, "levels": [75], "idle_duration": 0}),
+            late,
+        );
+        let f = out
+            .flags
+            .iter()
+            .find(|f| f.code == "behind_schedule")
+            .expect("behind");
+        assert!(f.message.contains(": 5813 ops/s ("), "{}", f.message);
     }
 
     /// `--wait` is in the help of a workload whose generator waits between sends only:
