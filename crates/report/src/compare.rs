@@ -1872,6 +1872,18 @@ pub struct Judged {
     pub verdict: String,
 }
 
+impl Judged {
+    /// No difference: its figures are not set against each other, as `verdict` says.
+    fn withdrawn(&mut self, verdict: String) {
+        self.diff_pct = None;
+        self.ci95_pct = None;
+        self.diff_abs = None;
+        self.ci95_abs = None;
+        self.p_value = None;
+        self.verdict = verdict;
+    }
+}
+
 /// Each run's value: the mean of its repetitions (the unit of replication is the run).
 fn run_means(runs: &[Vec<f64>]) -> Vec<f64> {
     runs.iter().filter_map(|r| crate::stats::mean(r)).collect()
@@ -2251,16 +2263,11 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             // A side without the figure says why (above), not that it has no basis.
             _ if missing => {}
             _ => {
-                j.diff_pct = None;
-                j.ci95_pct = None;
-                j.diff_abs = None;
-                j.ci95_abs = None;
-                j.p_value = None;
-                j.verdict = format!(
+                j.withdrawn(format!(
                     "not comparable: {} vs {}",
                     basis_labels(&ba),
                     basis_labels(&bb)
-                );
+                ));
                 side_basis = (side_bases(&ba), side_bases(&bb));
             }
         }
@@ -2269,13 +2276,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         // server meets it at least there, not that the other side's figure is a loss.
         let (a_bound, b_bound) = (!fa.bounds.is_empty(), !fb.bounds.is_empty());
         if (a_bound || b_bound) && !missing {
-            j.diff_pct = None;
-            j.ci95_pct = None;
-            j.diff_abs = None;
-            j.ci95_abs = None;
-            j.p_value = None;
             let why = |f: &Figure| f.bounds.values().next().cloned().unwrap_or_default();
-            j.verdict = match (a_bound, b_bound) {
+            j.withdrawn(match (a_bound, b_bound) {
                 (true, true) => format!(
                     "not compared: a lower bound on both sides (A: {}; B: {})",
                     why(fa),
@@ -2283,7 +2285,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 ),
                 (true, false) => format!("not compared: a lower bound on A ({})", why(fa)),
                 _ => format!("not compared: a lower bound on B ({})", why(fb)),
-            };
+            });
         }
         // Levels whose 100% was a lower bound are loads of another scale than the other
         // side's: none of their figures is a difference of the platforms (A's 7,995 at
@@ -2294,16 +2296,11 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             .map(|(side, _)| side.to_string())
             .collect();
         if !bound_levels.is_empty() && !missing {
-            j.diff_pct = None;
-            j.ci95_pct = None;
-            j.diff_abs = None;
-            j.ci95_abs = None;
-            j.p_value = None;
-            j.verdict = format!(
-                "not compared: {}'s 100% is a lower bound of its capacity \
-                 (capacity_a_bound): its levels are not those shares of it",
+            j.withdrawn(format!(
+                "not compared: {}'s 100% is a lower bound of its capacity (capacity_a_bound): its levels \
+                 are not those shares of it",
                 bound_levels.join(" and ")
-            );
+            ));
         }
         rows.push(CompareRow {
             point: key.0.clone(),
