@@ -24,7 +24,7 @@ use crate::capacity::{
 };
 use crate::workload::{Ctx, Params, StepOutput};
 
-pub use model::capacity_keys::{KEYS, LOAD_STOPS, TESTS, TICKS_MISSED};
+pub use model::capacity_keys::{KEYS, LOAD_STOPS, OTHERS_AT_REST, TESTS, TICKS_MISSED};
 
 /// `--arrival` and `--wait` are read by an open loop only: a fixed `--rate`, or a capacity
 /// test's steps. Where every test runs closed they would be stored as if they applied, so
@@ -1044,6 +1044,30 @@ pub fn run(
                 } else {
                     ""
                 }
+            ),
+        ));
+    }
+    // Other programs busy while the test's own processes rested (active idle): the step's
+    // power is theirs too, and SPECpower's overall perf/W divides by it.
+    let busy_at_rest: Vec<String> = steps
+        .iter()
+        .filter_map(|s| {
+            let m = s.extra.iter().find(|m| m.name == OTHERS_AT_REST)?;
+            let step = match s.demanded_rate_per_s.round() {
+                r if r <= 0.0 => "active idle".to_string(),
+                r => format!("{r:.0} {unit}"),
+            };
+            Some(format!("{step} ({:.0}% of one CPU)", m.value))
+        })
+        .collect();
+    if !busy_at_rest.is_empty() {
+        flags.push(Flag::warning(
+            "step_other_load",
+            format!(
+                "other programs took the host's CPUs while this test's own processes rested: \
+                 {}; that step's power and CPU are theirs too (and a levels test's overall \
+                 perf/W divides by its active idle's power): run again on a quiet host",
+                busy_at_rest.join(", ")
             ),
         ));
     }
@@ -2408,6 +2432,58 @@ mod tests {
         )
         .unwrap();
         assert!(l.flags.iter().all(|f| f.code != "step_cpu_ticks_missed"));
+    }
+
+    /// Other programs busy at the levels' active idle (their processes at rest) are said:
+    /// its power, which the overall perf/W divides by, is theirs too (145% of one CPU
+    /// at active idle, unsaid).
+    #[test]
+    fn other_programs_at_active_idle_are_said() {
+        struct BusyIdle(AtomicU64);
+        impl Watch for BusyIdle {
+            fn set_warmup(&self, _on: bool) {}
+            fn watch_process(&self, _role: &str, _pid: u32) {}
+            fn mark(&self) -> Option<u64> {
+                Some(self.0.fetch_add(1, Ordering::Relaxed))
+            }
+            fn since_mark(&self, mark: u64, _window: Option<(f64, f64)>) -> Vec<Metric> {
+                let mut m =
+                    vec![Metric::new("power_w", 120.0, "W").label("source", "meter:system")];
+                // The third step: active idle after levels 100 and 50.
+                if mark == 2 {
+                    m.push(Metric::new(OTHERS_AT_REST, 145.0, "%"));
+                }
+                m
+            }
+        }
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"capacity": 500, "levels": [100, 50], "idle_duration": 0.01})),
+        )
+        .unwrap();
+        let c = ctx(Arc::new(BusyIdle(AtomicU64::new(0))));
+        let l = run(
+            "kv",
+            "levels",
+            &cfg,
+            &D,
+            &c,
+            &mut Found::default(),
+            None,
+            1,
+            step,
+        )
+        .unwrap();
+        let f = l
+            .flags
+            .iter()
+            .find(|f| f.code == "step_other_load")
+            .expect("the busy active idle is said");
+        assert!(
+            f.message.contains("rested: active idle (145% of one CPU);"),
+            "{}",
+            f.message
+        );
     }
 
     /// A watch whose power comes from step `after` on no more: the host was lost then

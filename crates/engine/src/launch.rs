@@ -192,9 +192,9 @@ fn spawn_from_launcher(cmd: &mut Command) -> std::io::Result<Child> {
 }
 
 /// Find `name`, an executable file, in the directories of the environment variable `var`
-/// (its value `dirs`, `:`-separated), which replace every other search. The error says what the variable
-/// replaced (`searched`), how to install the program (`install`) and what the directories
-/// must hold (`holds`).
+/// (its value `dirs`, `:`-separated), which replace every other search. The error says
+/// what the variable replaced (`searched`), how to install the program (`install`) and
+/// what the directories must hold (`holds`).
 pub fn find_binary_in_dirs(
     name: &str,
     var: &str,

@@ -439,6 +439,11 @@ pub mod capacity_keys {
     /// CPU, the host's CPUs were counted busy below what the step's own processes ran.
     pub const TICKS_MISSED: &str = "cpu_ticks_missed_pct";
 
+    /// A step's metric of the CPU other programs took (% of one CPU) while the step's own
+    /// processes were all but idle (a levels test's active idle), where it is enough to
+    /// flag: the step's power carries their work.
+    pub const OTHERS_AT_REST: &str = "cpu_others_at_rest_pct";
+
     /// A load test's stops, which a capacity test's steps set for themselves: none of
     /// them is a setting a capacity test ran at.
     pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];

@@ -2014,9 +2014,12 @@ pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
 
 /// What a ramp step's, a search probe's or a load level's Late % is, said under its table.
 /// `cell` marked ⚠ where the level's host CPU was counted below its own processes'
-/// ([`model::capacity_keys::TICKS_MISSED`]) and the figure follows it (`follows`).
-fn ticks_mark(cell: String, m: &BTreeMap<String, f64>, follows: bool) -> String {
-    if follows && m.contains_key(model::capacity_keys::TICKS_MISSED) {
+/// ([`model::capacity_keys::TICKS_MISSED`]) and the figure follows it (`follows`: busy,
+/// and power modelled from it), or other programs ran while its own rested
+/// ([`model::capacity_keys::OTHERS_AT_REST`]: its busy and power are theirs too).
+fn step_mark(cell: String, m: &BTreeMap<String, f64>, follows: bool) -> String {
+    use model::capacity_keys::{OTHERS_AT_REST, TICKS_MISSED};
+    if (follows && m.contains_key(TICKS_MISSED)) || m.contains_key(OTHERS_AT_REST) {
         format!("{cell} ⚠")
     } else {
         cell
@@ -2574,13 +2577,13 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
                 // Counted below the level's own processes (step_cpu_ticks_missed): marked,
                 // with the power and perf/W that follow it where they are modelled.
                 m.get("cpu_busy_pct")
-                    .map_or("-".into(), |v| ticks_mark(fixed(*v, 1), m, true)),
+                    .map_or("-".into(), |v| step_mark(fixed(*v, 1), m, true)),
                 m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("power_w").map_or("absent".into(), |v| {
-                    ticks_mark(crate::fmt::watts(*v), m, !modelled.is_empty())
+                    step_mark(crate::fmt::watts(*v), m, !modelled.is_empty())
                 }),
                 m.get("reply_rate_per_w")
-                    .map_or("-".into(), |v| ticks_mark(num(*v), m, !modelled.is_empty())),
+                    .map_or("-".into(), |v| step_mark(num(*v), m, !modelled.is_empty())),
             ];
             if objective.is_some() {
                 // The percentile judged, of every request due (unsent ones at the top),
@@ -2602,10 +2605,15 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<Vi
     notes.extend(
         r.flags
             .iter()
-            .filter(|f| f.code == "level_misses_objective" || f.code == "step_cpu_ticks_missed")
+            .filter(|f| {
+                matches!(
+                    f.code.as_str(),
+                    "level_misses_objective" | "step_cpu_ticks_missed" | "step_other_load"
+                )
+            })
             .map(|f| match f.code.as_str() {
-                "step_cpu_ticks_missed" => format!("⚠ {}", f.message),
-                _ => f.message.clone(),
+                "level_misses_objective" => f.message.clone(),
+                _ => format!("⚠ {}", f.message),
             }),
     );
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {

@@ -944,6 +944,24 @@ fn a_level_whose_ticks_missed_its_processes_is_marked() {
         m.contains("⚠ steps whose host's CPUs were counted busy"),
         "{m}"
     );
+    // Other programs while the level's own processes rested: its busy, power and perf/W
+    // marked (they are theirs too), the flag said.
+    let levels = r.results.iter_mut().find(|x| x.test == "levels").unwrap();
+    levels.metrics.push(
+        Metric::new(model::capacity_keys::OTHERS_AT_REST, 145.0, "%")
+            .label("phase", "levels")
+            .label("level", "100%"),
+    );
+    levels.flags.push(model::Flag::warning(
+        "step_other_load",
+        "other programs took the host's CPUs while this test's own processes rested: 44000 req/s (145% of one CPU)",
+    ));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 25.7 | 75.0 ⚠ | 40.0 | 150.0 ⚠ | 290 ⚠ |"),
+        "{m}"
+    );
+    assert!(m.contains("⚠ other programs took the host's CPUs"), "{m}");
     // Modelled power follows the busy figure: marked too.
     levels_modelled(&mut r);
     let m = report::markdown(std::slice::from_ref(&r), None);

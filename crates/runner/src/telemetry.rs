@@ -1273,6 +1273,11 @@ pub fn meter_late_flags(samples: &[TelemetrySample]) -> Vec<Flag> {
         .collect()
 }
 
+/// The test's own processes' CPU (% of one CPU) below which a step's are at rest
+/// ([`window_metrics`]): a generator waiting for its next level, a server with nothing
+/// to serve.
+const AT_REST_OWN_PCT: f64 = 5.0;
+
 /// The metric of a step whose host's CPUs were counted busy for less than its own
 /// processes ran ([`window_metrics`]).
 pub const TICKS_MISSED: &str = engine::capacity_tests::TICKS_MISSED;
@@ -1456,6 +1461,22 @@ pub fn window_metrics(samples: &[TelemetrySample]) -> Vec<Metric> {
             let own: f64 = s.procs.iter().map(|p| p.total_pct()).sum();
             if ticks_missed(tasks, own) {
                 out.push(Metric::new(TICKS_MISSED, own - tasks, "%"));
+            }
+            // While the test's own processes rest (a levels test's active idle), every
+            // task is another's, on any host of one kernel (the generators beside it rest
+            // too): 145% of one CPU at active idle went into the overall perf/W unsaid.
+            // Interrupt time is left out, as `other_load` leaves it out.
+            let n = s.cpus_online().unwrap_or(1.0);
+            let others = s
+                .cpus_sum(|_| true, |c| c.usr_pct + c.nice_pct + c.sys_pct)
+                .unwrap_or((all.usr_pct + all.nice_pct + all.sys_pct) * n)
+                - own;
+            if own < AT_REST_OWN_PCT && over_other_load(others, n) {
+                out.push(Metric::new(
+                    engine::capacity_tests::OTHERS_AT_REST,
+                    others,
+                    "%",
+                ));
             }
         }
         for p in &s.procs {
@@ -2824,6 +2845,21 @@ mod tests {
         assert!((missed.value - 23.0).abs() < 1e-9, "{m:?}");
         let m = window_metrics(&with(15.0));
         assert!(m.iter().all(|m| m.name != TICKS_MISSED), "{m:?}");
+        // Busy while its processes are too: no other programs' rest to speak of.
+        let at_rest = engine::capacity_tests::OTHERS_AT_REST;
+        let m = window_metrics(&with(60.0));
+        assert!(m.iter().all(|m| m.name != at_rest), "{m:?}");
+        // Its processes at rest (active idle), its CPUs 40% busy: 80% of one CPU others'.
+        let mut resting = with(40.0);
+        for s in &mut resting {
+            for p in &mut s.procs {
+                p.usr_pct = 0.25;
+                p.sys_pct = 0.0;
+            }
+        }
+        let m = window_metrics(&resting);
+        let others = m.iter().find(|m| m.name == at_rest).expect("{m:?}");
+        assert!((others.value - 79.5).abs() < 1e-9, "{m:?}");
     }
 
     /// A level's window counts its samples whatever their warm-up mark, as a test's

@@ -663,9 +663,10 @@ fn pin_error(
 }
 
 /// The span the end-of-test counts were taken over, seconds: from this end's mark to the
-/// test's end here (`end_s`: the sender's `done`, or the last data if later). A UDP test after a warm-up counts the datagrams sent after the sender's mark
-/// ([`split_udp`]), whenever this end marked its own: its span starts where the first of
-/// them can have arrived, the read with data before the one that brought it
+/// test's end here (`end_s`: the sender's `done`, or the last data if later). A UDP test
+/// after a warm-up counts the datagrams sent after the sender's mark ([`split_udp`]),
+/// whenever this end marked its own: its span starts where the first of them can have
+/// arrived, the read with data before the one that brought it
 /// (`first_measured_s`), so that the rate is of those datagrams over their own time, not
 /// over a span a mark's skew made longer or shorter.
 fn counts_span_s(mark_s: f64, end_s: f64, first_measured_s: Option<f64>) -> f64 {
