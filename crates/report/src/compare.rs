@@ -1657,6 +1657,8 @@ struct Gathered {
     /// Per sweep point and figure its valid results say is missing: why (a search that
     /// met its objective at no rate tried has no answer, and says why).
     missing: BTreeMap<(String, String), String>,
+    /// Per sweep point, its valid results' headline metric.
+    headline_of: BTreeMap<String, String>,
     /// Per sweep point of levels whose 100% was a lower bound of the capacity
     /// (`capacity_a_bound`): that warning's message. Its levels are not those shares of
     /// the server's capacity, and none of its figures is set against another's.
@@ -1833,6 +1835,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
         warnings,
         uncounted,
         missing,
+        headline_of,
         levels_of_a_bound,
     }
 }
@@ -2333,6 +2336,37 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             .unwrap_or(0)
     };
     rows.extend(one_sided_steps(ga, gb, &pa, &pb));
+    // A point both sides ran without its figure (two searches that met their objective
+    // at no rate tried) has no figure on either side, and is said, not left out.
+    for (key, why_a) in &side_a.missing {
+        let Some(why_b) = side_b.missing.get(key) else {
+            continue;
+        };
+        let headline = side_a.headline_of.get(&key.0);
+        if pa.contains(&key.0) || pb.contains(&key.0) || headline != Some(&key.1) {
+            continue;
+        }
+        rows.push(CompareRow {
+            point: key.0.clone(),
+            metric: key.1.clone(),
+            unit: String::new(),
+            higher_is_better: true,
+            a: None,
+            b: None,
+            diff_pct: None,
+            ci95_pct: None,
+            diff_points: None,
+            ci95_points: None,
+            p_value: None,
+            verdict: format!("missing on both sides: A: {why_a}; B: {why_b}"),
+            a_reps: None,
+            b_reps: None,
+            a_basis: None,
+            b_basis: None,
+            a_bound: false,
+            b_bound: false,
+        });
+    }
     // Points in the order a reader counts them: as text, a pipeline sweep of 1, 4, 16
     // and 64 read 1, 16, 4, 64.
     rows.sort_by(|x, y| {

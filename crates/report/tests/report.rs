@@ -2188,6 +2188,43 @@ fn compare_with_a_killed_run_says_its_point_is_interrupted() {
     assert!(text.contains("\n! B: killed: run interrupted: "), "{text}");
 }
 
+/// A point both sides ran without their headline (two searches that met their objective
+/// at no rate) is said with both reasons: it was left out of the comparison altogether.
+#[test]
+fn compare_says_a_point_both_sides_ran_without_a_figure() {
+    let no_headline = |id: &'static str, why: &str| {
+        let mut run = kv_run(&Spec {
+            reps: 1,
+            instances: &[1],
+            id,
+            ..Spec::default()
+        });
+        run.results.truncate(1);
+        let r = &mut run.results[0];
+        let headline = r.headline.clone();
+        r.metrics.clear();
+        r.histograms.clear();
+        r.telemetry_summary.clear();
+        r.missing.push(model::MissingMetric {
+            name: headline,
+            reason: why.into(),
+        });
+        run
+    };
+    let a = no_headline("20261120T220000-aaaaaa", "below 625/s");
+    let b = no_headline("20261120T230000-bbbbbb", "below 1000/s");
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.metric == a.results[0].headline)
+        .unwrap_or_else(|| panic!("{:?}", c.rows));
+    assert_eq!(
+        row.verdict,
+        "missing on both sides: A: below 625/s; B: below 1000/s"
+    );
+}
+
 /// A latency row is named without its `_ns` where its cells read µs or ms (the text, the
 /// Markdown and the HTML), and keeps its stored name in the rows (`--json`).
 #[test]
