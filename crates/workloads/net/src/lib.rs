@@ -1391,6 +1391,11 @@ pub fn spawn_receiver(
 /// A paced stream sending below this share of its target rate is flagged.
 const TARGET_RATE_KEPT: f64 = 0.95;
 
+/// A paced stream sending more than this multiple of its target rate is flagged: a rate
+/// below one write over the test (`--rate 1`: one 128 KiB write in 2 s, 0.5 Mbit/s
+/// against the 1 bit/s asked, unflagged).
+const TARGET_RATE_PASSED: f64 = 1.25;
+
 /// With `--rate`: the rate asked of all streams together (`target_gbit_per_s`), and a
 /// warning when a stream sent less than [`TARGET_RATE_KEPT`] of its rate over its own
 /// sending time in a whole test (the offered load was not the one asked for: the sender's
@@ -1414,6 +1419,26 @@ fn push_target_rate(out: &mut StepOutput, spec: &SendSpec, rep: &TestReport) {
         .filter(|(_, (_, &secs))| secs > 0.0)
         .map(|(i, (sent, &secs))| (i, sent.bytes as f64 * 8.0 / secs))
         .min_by(|a, b| a.1.total_cmp(&b.1));
+    let fastest = rep
+        .sent
+        .iter()
+        .zip(&rep.stream_send_s)
+        .enumerate()
+        .filter(|(_, (_, &secs))| secs > 0.0)
+        .map(|(i, (sent, &secs))| (i, sent.bytes as f64 * 8.0 / secs))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((i, bps)) = fastest.filter(|&(_, bps)| bps > spec.rate_bps * TARGET_RATE_PASSED) {
+        out.flags.push(Flag::warning(
+            "above_target_rate",
+            format!(
+                "stream {i} sent {bps:.0} bit/s where {:.0} bit/s was asked of each (--rate): \
+                 a paced stream sends whole writes, and the rate is below one write over the \
+                 test; raise --rate, lengthen --duration, or make the writes smaller \
+                 (--tcp-len, --udp-payload)",
+                spec.rate_bps
+            ),
+        ));
+    }
     if let Some((i, bps)) = slowest.filter(|&(_, bps)| bps < spec.rate_bps * TARGET_RATE_KEPT) {
         out.flags.push(Flag::warning(
             "below_target_rate",

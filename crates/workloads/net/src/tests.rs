@@ -1120,6 +1120,41 @@ fn a_stream_below_its_rate_is_flagged_on_its_own_clock() {
     assert!(out.flags.iter().all(|f| f.code != "below_target_rate"));
 }
 
+/// A rate below one write over the test is flagged: `--rate 1` sent one 128 KiB write in
+/// 2 s, 524,288 bit/s against the 1 asked, unflagged. A stream a little over its rate (a
+/// write's worth) is not.
+#[test]
+fn a_stream_far_above_its_rate_is_flagged() {
+    let spec = SendSpec {
+        rate_bps: 1.0,
+        streams: 1,
+        ..udp_spec()
+    };
+    let report = |bytes: u64| TestReport {
+        sent: vec![proto::SentStats { bytes, packets: 1 }],
+        stream_send_s: vec![2.0],
+        ..TestReport::default()
+    };
+    let out = step_output(&spec, &report(131_072));
+    let f = out
+        .flags
+        .iter()
+        .find(|f| f.code == "above_target_rate")
+        .expect("flagged");
+    assert!(
+        f.message
+            .starts_with("stream 0 sent 524288 bit/s where 1 bit/s was asked"),
+        "{}",
+        f.message
+    );
+    let at_rate = SendSpec {
+        rate_bps: 1e6,
+        ..spec
+    };
+    let out = step_output(&at_rate, &report(262_144));
+    assert!(out.flags.iter().all(|f| f.code != "above_target_rate"));
+}
+
 #[test]
 fn metrics_from_a_synthetic_report() {
     let spec = udp_spec();
