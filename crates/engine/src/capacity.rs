@@ -789,6 +789,16 @@ impl RampResult {
                 reason,
             });
         }
+        // Stopped (a step failed, Ctrl-C) before any step was sustained: no rate either,
+        // and why (a first step that failed said only its failure).
+        if self.saturation.is_none() && self.last_sustained_rate_per_s().is_none() {
+            if let Some(why) = &self.stopped {
+                out.push(MissingMetric {
+                    name: "last_sustained_rate_per_s".into(),
+                    reason: format!("no step was sustained before the ramp ended: {why}"),
+                });
+            }
+        }
         out
     }
 
@@ -2171,7 +2181,29 @@ mod tests {
             r.saturation.is_none(),
             "a dead server is not a saturation point"
         );
-        assert!(r.stopped.unwrap().contains("connection reset"));
+        assert!(r.stopped.clone().unwrap().contains("connection reset"));
+        // Sustained before it stopped: its last sustained rate, nothing missing of it.
+        assert!(r
+            .missing()
+            .iter()
+            .all(|m| m.name != "last_sustained_rate_per_s"));
+
+        // Its first step failed: no rate sustained, and why (only the failure was said).
+        let mut m = Model::new(1e9, 100_000.0);
+        m.dies_at = Some(500.0);
+        let r = ramp(&cfg, |rate| m.step(rate)).unwrap();
+        let why = r
+            .missing()
+            .into_iter()
+            .find(|m| m.name == "last_sustained_rate_per_s")
+            .expect("why no rate was sustained");
+        assert!(
+            why.reason.starts_with(
+                "no step was sustained before the ramp ended: the step at 1000/s failed"
+            ),
+            "{}",
+            why.reason
+        );
     }
 
     #[test]
