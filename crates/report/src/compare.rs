@@ -148,6 +148,30 @@ fn signed_points(d: f64) -> String {
 }
 
 impl CompareRow {
+    /// A row with no figure on either side, only its verdict (why it is not compared).
+    fn said(point: String, metric: String, verdict: String) -> CompareRow {
+        CompareRow {
+            point,
+            metric,
+            unit: String::new(),
+            higher_is_better: true,
+            a: None,
+            b: None,
+            diff_pct: None,
+            ci95_pct: None,
+            diff_points: None,
+            ci95_points: None,
+            p_value: None,
+            verdict,
+            a_reps: None,
+            b_reps: None,
+            a_basis: None,
+            b_basis: None,
+            a_bound: false,
+            b_bound: false,
+        }
+    }
+
     /// The figure's name as the table shows it: a latency in ns, which its cells give in
     /// µs or ms, without its `_ns` (`latency_p99_ns` beside `4.31 ms` read as a misprint);
     /// `metric` keeps the stored name (`--json`).
@@ -2346,26 +2370,11 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         if pa.contains(&key.0) || pb.contains(&key.0) || headline != Some(&key.1) {
             continue;
         }
-        rows.push(CompareRow {
-            point: key.0.clone(),
-            metric: key.1.clone(),
-            unit: String::new(),
-            higher_is_better: true,
-            a: None,
-            b: None,
-            diff_pct: None,
-            ci95_pct: None,
-            diff_points: None,
-            ci95_points: None,
-            p_value: None,
-            verdict: format!("missing on both sides: A: {why_a}; B: {why_b}"),
-            a_reps: None,
-            b_reps: None,
-            a_basis: None,
-            b_basis: None,
-            a_bound: false,
-            b_bound: false,
-        });
+        rows.push(CompareRow::said(
+            key.0.clone(),
+            key.1.clone(),
+            format!("missing on both sides: A: {why_a}; B: {why_b}"),
+        ));
     }
     // Points in the order a reader counts them: as text, a pipeline sweep of 1, 4, 16
     // and 64 read 1, 16, 4, 64.
@@ -2600,26 +2609,11 @@ fn one_sided_steps(
                 names.join(", ")
             };
             let kind = if ramp { "step demanding" } else { "level" };
-            out.push(CompareRow {
-                point: point.to_string(),
-                metric: ONE_SIDED_STEPS.into(),
-                unit: String::new(),
-                higher_is_better: true,
-                a: None,
-                b: None,
-                diff_pct: None,
-                ci95_pct: None,
-                diff_points: None,
-                ci95_points: None,
-                p_value: None,
-                verdict: format!("only on {side}, not compared: {other} ran no {kind} {listed}"),
-                a_reps: None,
-                b_reps: None,
-                a_basis: None,
-                b_basis: None,
-                a_bound: false,
-                b_bound: false,
-            });
+            out.push(CompareRow::said(
+                point.to_string(),
+                ONE_SIDED_STEPS.into(),
+                format!("only on {side}, not compared: {other} ran no {kind} {listed}"),
+            ));
         }
     }
     out

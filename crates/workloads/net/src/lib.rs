@@ -1411,22 +1411,17 @@ fn push_target_rate(out: &mut StepOutput, spec: &SendSpec, rep: &TestReport) {
     if rep.error.is_some() || rep.interrupted {
         return;
     }
-    let slowest = rep
+    // Each stream's rate over its own sending time: (stream, bit/s).
+    let rates: Vec<(usize, f64)> = rep
         .sent
         .iter()
         .zip(&rep.stream_send_s)
         .enumerate()
         .filter(|(_, (_, &secs))| secs > 0.0)
         .map(|(i, (sent, &secs))| (i, sent.bytes as f64 * 8.0 / secs))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    let fastest = rep
-        .sent
-        .iter()
-        .zip(&rep.stream_send_s)
-        .enumerate()
-        .filter(|(_, (_, &secs))| secs > 0.0)
-        .map(|(i, (sent, &secs))| (i, sent.bytes as f64 * 8.0 / secs))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
+        .collect();
+    let slowest = rates.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1));
+    let fastest = rates.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1));
     if let Some((i, bps)) = fastest.filter(|&(_, bps)| bps > spec.rate_bps * TARGET_RATE_PASSED) {
         out.flags.push(Flag::warning(
             "above_target_rate",
